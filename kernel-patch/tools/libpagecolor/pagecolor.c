@@ -1,0 +1,701 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * libpagecolor - see pagecolor.h.
+ */
+#define _GNU_SOURCE
+#include "pagecolor.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- sets */
+
+#define BPL PAGECOLOR_BITS_PER_LONG
+
+void pagecolor_set_zero(pagecolor_set_t *set)
+{
+	memset(set, 0, sizeof(*set));
+}
+
+void pagecolor_set_fill(pagecolor_set_t *set, int n)
+{
+	int i;
+
+	pagecolor_set_zero(set);
+	if (n > PAGE_COLOR_MAX_COLORS)
+		n = PAGE_COLOR_MAX_COLORS;
+	for (i = 0; i < n; i++)
+		set->bits[i / BPL] |= 1UL << (i % BPL);
+}
+
+static int color_ok(int color)
+{
+	if (color < 0 || color >= PAGE_COLOR_MAX_COLORS) {
+		errno = EINVAL;
+		return 0;
+	}
+	return 1;
+}
+
+int pagecolor_set_add(pagecolor_set_t *set, int color)
+{
+	if (!color_ok(color))
+		return -1;
+	set->bits[color / BPL] |= 1UL << (color % BPL);
+	return 0;
+}
+
+int pagecolor_set_del(pagecolor_set_t *set, int color)
+{
+	if (!color_ok(color))
+		return -1;
+	set->bits[color / BPL] &= ~(1UL << (color % BPL));
+	return 0;
+}
+
+int pagecolor_set_test(const pagecolor_set_t *set, int color)
+{
+	if (!color_ok(color))
+		return -1;
+	return !!(set->bits[color / BPL] & (1UL << (color % BPL)));
+}
+
+int pagecolor_set_count(const pagecolor_set_t *set)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < PAGECOLOR_SET_LONGS; i++)
+		n += __builtin_popcountl(set->bits[i]);
+	return n;
+}
+
+int pagecolor_set_equal(const pagecolor_set_t *a, const pagecolor_set_t *b)
+{
+	return memcmp(a->bits, b->bits, sizeof(a->bits)) == 0;
+}
+
+int pagecolor_set_width(const pagecolor_set_t *set)
+{
+	int i;
+
+	for (i = PAGE_COLOR_MAX_COLORS - 1; i >= 0; i--)
+		if (set->bits[i / BPL] & (1UL << (i % BPL)))
+			return i + 1;
+	return 0;
+}
+
+static const char *skip_ws(const char *p)
+{
+	while (*p && isspace((unsigned char)*p))
+		p++;
+	return p;
+}
+
+static int parse_num(const char **pp, long *out)
+{
+	const char *p = *pp;
+	char *end;
+	long v;
+
+	if (!isdigit((unsigned char)*p))
+		return -1;
+	errno = 0;
+	v = strtol(p, &end, 10);
+	if (errno || end == p)
+		return -1;
+	*out = v;
+	*pp = end;
+	return 0;
+}
+
+int pagecolor_set_parse(pagecolor_set_t *set, const char *str, int limit)
+{
+	pagecolor_set_t tmp;
+	const char *p;
+	long a, b, i;
+	int range_err = 0;
+
+	if (!set || !str) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (limit <= 0 || limit > PAGE_COLOR_MAX_COLORS)
+		limit = PAGE_COLOR_MAX_COLORS;
+	pagecolor_set_zero(&tmp);
+	p = skip_ws(str);
+	if (strncmp(p, "all", 3) == 0 && *skip_ws(p + 3) == '\0') {
+		pagecolor_set_fill(set, limit);
+		return 0;
+	}
+	if (*p == '\0') {
+		*set = tmp;
+		return 0;
+	}
+	for (;;) {
+		p = skip_ws(p);
+		if (parse_num(&p, &a))
+			goto inval;
+		b = a;
+		p = skip_ws(p);
+		if (*p == '-') {
+			p = skip_ws(p + 1);
+			if (parse_num(&p, &b))
+				goto inval;
+			if (b < a)
+				goto inval;
+			p = skip_ws(p);
+		}
+		if (a >= limit || b >= limit) {
+			range_err = 1;
+		} else {
+			for (i = a; i <= b; i++)
+				tmp.bits[i / BPL] |= 1UL << (i % BPL);
+		}
+		if (*p == '\0')
+			break;
+		if (*p != ',')
+			goto inval;
+		p++;
+	}
+	if (range_err) {
+		errno = ERANGE;
+		return -1;
+	}
+	*set = tmp;
+	return 0;
+inval:
+	errno = EINVAL;
+	return -1;
+}
+
+int pagecolor_set_format(const pagecolor_set_t *set, char *buf, size_t len)
+{
+	size_t pos = 0;
+	int i = 0, first = 1;
+	char item[32];
+
+	if (buf && len)
+		buf[0] = '\0';
+	while (i < PAGE_COLOR_MAX_COLORS) {
+		int j, n;
+
+		if (!(set->bits[i / BPL] & (1UL << (i % BPL)))) {
+			i++;
+			continue;
+		}
+		j = i;
+		while (j + 1 < PAGE_COLOR_MAX_COLORS &&
+		       (set->bits[(j + 1) / BPL] & (1UL << ((j + 1) % BPL))))
+			j++;
+		if (j == i)
+			n = snprintf(item, sizeof(item), "%s%d", first ? "" : ",", i);
+		else
+			n = snprintf(item, sizeof(item), "%s%d-%d",
+				     first ? "" : ",", i, j);
+		first = 0;
+		if (buf && pos + (size_t)n < len)
+			memcpy(buf + pos, item, (size_t)n + 1);
+		else if (buf && len && pos < len)
+			buf[pos] = '\0';
+		pos += (size_t)n;
+		i = j + 1;
+	}
+	return (int)pos;
+}
+
+/* ---------------------------------------------------------- sysfs helpers */
+
+static int read_file(const char *path, char *buf, size_t len)
+{
+	int fd, saved;
+	ssize_t n;
+	size_t got = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	while (got + 1 < len) {
+		n = read(fd, buf + got, len - 1 - got);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			saved = errno;
+			close(fd);
+			errno = saved;
+			return -1;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	close(fd);
+	return (int)got;
+}
+
+static int read_ull(const char *path, unsigned long long *val)
+{
+	char buf[64], *end;
+	unsigned long long v;
+
+	if (read_file(path, buf, sizeof(buf)) < 0)
+		return -1;
+	errno = 0;
+	v = strtoull(buf, &end, 0);
+	if (errno || end == buf) {
+		errno = EINVAL;
+		return -1;
+	}
+	*val = v;
+	return 0;
+}
+
+int pagecolor_read_counter(const char *name, unsigned long long *value)
+{
+	char path[256];
+
+	if (!name || !value || strchr(name, '/')) {
+		errno = EINVAL;
+		return -1;
+	}
+	snprintf(path, sizeof(path), PAGECOLOR_SYSFS_DIR "/%s", name);
+	return read_ull(path, value);
+}
+
+/* ------------------------------------------------------------ syscalls */
+
+long pagecolor_sys_set_color_policy(int mode, const unsigned long *mask,
+				    unsigned long maxcolor)
+{
+#ifdef __NR_set_color_policy
+	return syscall(__NR_set_color_policy, mode, mask, maxcolor);
+#else
+	(void)mode; (void)mask; (void)maxcolor;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+long pagecolor_sys_color_mbind(unsigned long start, unsigned long len,
+			       int mode, const unsigned long *mask,
+			       unsigned long maxcolor, unsigned int flags)
+{
+#ifdef __NR_color_mbind
+	return syscall(__NR_color_mbind, start, len, mode, mask, maxcolor,
+		       flags);
+#else
+	(void)start; (void)len; (void)mode; (void)mask; (void)maxcolor;
+	(void)flags;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+long pagecolor_sys_get_color_policy(int *mode, unsigned long *mask,
+				    unsigned long maxcolor, unsigned long addr,
+				    unsigned int flags)
+{
+#ifdef __NR_get_color_policy
+	return syscall(__NR_get_color_policy, mode, mask, maxcolor, addr,
+		       flags);
+#else
+	(void)mode; (void)mask; (void)maxcolor; (void)addr; (void)flags;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+/* -------------------------------------------------------------- probe */
+
+/*
+ * Cached probe: 0 = not probed yet, 1 = supported, otherwise -errno.
+ * Every thread computes the same answer, so the race is benign; the atomic
+ * builtins keep it free of data races in the C11 sense.
+ */
+static int probe_state;
+static int nr_colors_cache;
+
+static int probe(void)
+{
+	unsigned long long enabled, nr;
+	unsigned long mask[PAGECOLOR_SET_LONGS];
+	int mode = -1;
+
+	if (access(PAGECOLOR_SYSFS_DIR, F_OK) != 0)
+		return -ENOENT;
+	if (read_ull(PAGECOLOR_SYSFS_DIR "/nr_colors", &nr) != 0)
+		return -ENOENT;
+	if (read_ull(PAGECOLOR_SYSFS_DIR "/enabled", &enabled) == 0 &&
+	    enabled == 0)
+		return -ENODEV;
+	if (nr == 0 || nr > PAGE_COLOR_MAX_COLORS)
+		return -ENODEV;
+	/* Harmless call: read the task default policy. */
+	if (pagecolor_sys_get_color_policy(&mode, mask, PAGE_COLOR_MAX_COLORS,
+					   0, 0) != 0) {
+		if (errno == ENOSYS)
+			return -ENOSYS;
+		return -(errno ? errno : EIO);
+	}
+	__atomic_store_n(&nr_colors_cache, (int)nr, __ATOMIC_RELAXED);
+	return 1;
+}
+
+int pagecolor_supported(void)
+{
+	int st = __atomic_load_n(&probe_state, __ATOMIC_ACQUIRE);
+
+	if (st == 0) {
+		int saved = errno;
+
+		st = probe();
+		errno = saved;
+		__atomic_store_n(&probe_state, st, __ATOMIC_RELEASE);
+	}
+	if (st == 1)
+		return 1;
+	errno = -st;
+	return 0;
+}
+
+void pagecolor_reset_probe(void)
+{
+	__atomic_store_n(&probe_state, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&nr_colors_cache, 0, __ATOMIC_RELAXED);
+}
+
+int pagecolor_nr_colors(void)
+{
+	if (!pagecolor_supported())
+		return -1;
+	return __atomic_load_n(&nr_colors_cache, __ATOMIC_RELAXED);
+}
+
+/* ------------------------------------------------------------ wrappers */
+
+int pagecolor_set_policy(int mode, const pagecolor_set_t *set)
+{
+	if (!pagecolor_supported()) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (mode == COLOR_MODE_DEFAULT && !set)
+		return (int)pagecolor_sys_set_color_policy(mode, NULL, 0);
+	if (!set) {
+		errno = EINVAL;
+		return -1;
+	}
+	return (int)pagecolor_sys_set_color_policy(mode, set->bits,
+						   PAGE_COLOR_MAX_COLORS);
+}
+
+int pagecolor_mbind(void *addr, size_t len, int mode,
+		    const pagecolor_set_t *set, unsigned int flags)
+{
+	if (!pagecolor_supported()) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (mode == COLOR_MODE_DEFAULT && !set)
+		return (int)pagecolor_sys_color_mbind((unsigned long)addr, len,
+						      mode, NULL, 0, flags);
+	if (!set) {
+		errno = EINVAL;
+		return -1;
+	}
+	return (int)pagecolor_sys_color_mbind((unsigned long)addr, len, mode,
+					      set->bits, PAGE_COLOR_MAX_COLORS,
+					      flags);
+}
+
+int pagecolor_get_policy(int *mode, pagecolor_set_t *set, void *addr,
+			 unsigned int flags)
+{
+	pagecolor_set_t tmp;
+	int m = 0;
+
+	if (!pagecolor_supported()) {
+		errno = ENOSYS;
+		return -1;
+	}
+	pagecolor_set_zero(&tmp);
+	if (pagecolor_sys_get_color_policy(&m, tmp.bits, PAGE_COLOR_MAX_COLORS,
+					   (unsigned long)addr, flags) != 0)
+		return -1;
+	if (mode)
+		*mode = m;
+	if (set)
+		*set = tmp;
+	return 0;
+}
+
+/* -------------------------------------------------------------- pagemap */
+
+#define PM_PFN_MASK	((1ULL << 55) - 1)
+#define PM_SWAP		(1ULL << 62)
+#define PM_PRESENT	(1ULL << 63)
+
+int pagecolor_pfns(const void *addr, size_t npages, uint64_t *pfns)
+{
+	long psz = sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)addr & ~((uintptr_t)psz - 1);
+	size_t i, done = 0;
+	int fd, saved, any_present = 0, any_pfn = 0;
+
+	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	while (done < npages) {
+		uint64_t buf[512];
+		size_t chunk = npages - done;
+		ssize_t n;
+		off_t off = (off_t)((start / (uintptr_t)psz + done) * 8);
+
+		if (chunk > 512)
+			chunk = 512;
+		n = pread(fd, buf, chunk * 8, off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			saved = errno;
+			close(fd);
+			errno = saved;
+			return -1;
+		}
+		if (n == 0) {
+			close(fd);
+			errno = EIO;
+			return -1;
+		}
+		chunk = (size_t)n / 8;
+		for (i = 0; i < chunk; i++) {
+			uint64_t e = buf[i];
+
+			if ((e & PM_PRESENT) && !(e & PM_SWAP)) {
+				any_present = 1;
+				pfns[done + i] = e & PM_PFN_MASK;
+				if (pfns[done + i])
+					any_pfn = 1;
+			} else {
+				pfns[done + i] = 0;
+			}
+		}
+		done += chunk;
+	}
+	close(fd);
+	if (any_present && !any_pfn) {
+		/* Present pages but PFNs hidden: no CAP_SYS_ADMIN. */
+		errno = EPERM;
+		return -1;
+	}
+	return 0;
+}
+
+int pagecolor_pfn(const void *addr, uint64_t *pfn)
+{
+	uint64_t p;
+
+	if (pagecolor_pfns(addr, 1, &p) != 0)
+		return -1;
+	if (!p) {
+		errno = ENOENT;
+		return -1;
+	}
+	*pfn = p;
+	return 0;
+}
+
+int pagecolor_pfn_color(uint64_t pfn, int nr_colors)
+{
+	if (nr_colors <= 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return (int)(pfn % (uint64_t)nr_colors);
+}
+
+int pagecolor_page_color(const void *addr)
+{
+	uint64_t pfn;
+	int nr = pagecolor_nr_colors();
+
+	if (nr <= 0) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (pagecolor_pfn(addr, &pfn) != 0)
+		return -1;
+	return pagecolor_pfn_color(pfn, nr);
+}
+
+/* ------------------------------------------------------------ free_pages */
+
+/*
+ * Accepted formats of free_pages (see page_coloring.rst):
+ *   - whitespace-separated counts, one per colour in colour order, or
+ *   - lines "COLOUR: COUNT" / "COLOUR COUNT" (a ':' anywhere selects this).
+ * Lines starting with '#' and anything after a '#' are ignored.
+ */
+int pagecolor_free_pages(unsigned long *counts, int max)
+{
+	static const size_t bufsz = 64 * 1024;
+	char *buf, *p, *line, *save = NULL;
+	int nr, n = 0, pairs;
+
+	nr = pagecolor_nr_colors();
+	if (nr < 0)
+		return -1;
+	if (max < nr)
+		nr = max;
+	if (!counts || nr <= 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	buf = malloc(bufsz);
+	if (!buf)
+		return -1;
+	if (read_file(PAGECOLOR_SYSFS_DIR "/free_pages", buf, bufsz) < 0) {
+		int saved = errno;
+
+		free(buf);
+		errno = saved;
+		return -1;
+	}
+	memset(counts, 0, (size_t)nr * sizeof(*counts));
+	pairs = strchr(buf, ':') != NULL;
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *hash = strchr(line, '#');
+
+		if (hash)
+			*hash = '\0';
+		p = line;
+		if (pairs) {
+			char *end;
+			unsigned long c, v;
+
+			p = (char *)skip_ws(p);
+			if (!isdigit((unsigned char)*p))
+				continue;
+			c = strtoul(p, &end, 10);
+			p = end;
+			while (*p == ':' || isspace((unsigned char)*p))
+				p++;
+			if (!isdigit((unsigned char)*p))
+				continue;
+			v = strtoul(p, &end, 10);
+			if (c < (unsigned long)nr) {
+				counts[c] = v;
+				if ((int)c + 1 > n)
+					n = (int)c + 1;
+			}
+			continue;
+		}
+		for (;;) {
+			char *end;
+			unsigned long v;
+
+			p = (char *)skip_ws(p);
+			if (!isdigit((unsigned char)*p))
+				break;
+			v = strtoul(p, &end, 10);
+			p = end;
+			if (n < nr)
+				counts[n++] = v;
+		}
+	}
+	free(buf);
+	if (n == 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return n;
+}
+
+/* ------------------------------------------------------------- geometry */
+
+static int read_size(const char *path, long long *out)
+{
+	char buf[64], *end;
+	long long v;
+
+	if (read_file(path, buf, sizeof(buf)) < 0)
+		return -1;
+	errno = 0;
+	v = strtoll(buf, &end, 10);
+	if (errno || end == buf) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (*end == 'K' || *end == 'k')
+		v *= 1024;
+	else if (*end == 'M' || *end == 'm')
+		v *= 1024 * 1024;
+	else if (*end == 'G' || *end == 'g')
+		v *= 1024LL * 1024 * 1024;
+	*out = v;
+	return 0;
+}
+
+int pagecolor_geometry(struct pagecolor_geometry *geo)
+{
+	const char *base = "/sys/devices/system/cpu/cpu0/cache";
+	char path[256], type[32];
+	int idx, best = -1, best_level = -1;
+	long long v;
+
+	if (!geo) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(geo, 0, sizeof(*geo));
+	geo->page_size = sysconf(_SC_PAGESIZE);
+	for (idx = 0; idx < 16; idx++) {
+		snprintf(path, sizeof(path), "%s/index%d/type", base, idx);
+		if (read_file(path, type, sizeof(type)) < 0)
+			break;
+		if (strncmp(type, "Instruction", 11) == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/index%d/level", base, idx);
+		if (read_size(path, &v) < 0)
+			continue;
+		if (v > best_level) {
+			best_level = (int)v;
+			best = idx;
+		}
+	}
+	if (best < 0) {
+		errno = ENOENT;
+		return -1;
+	}
+	geo->level = best_level;
+	snprintf(path, sizeof(path), "%s/index%d/size", base, best);
+	if (read_size(path, &v) == 0)
+		geo->size = v;
+	snprintf(path, sizeof(path), "%s/index%d/ways_of_associativity", base,
+		 best);
+	if (read_size(path, &v) == 0)
+		geo->ways = (int)v;
+	snprintf(path, sizeof(path), "%s/index%d/coherency_line_size", base,
+		 best);
+	if (read_size(path, &v) == 0)
+		geo->line_size = (int)v;
+	snprintf(path, sizeof(path), "%s/index%d/number_of_sets", base, best);
+	if (read_size(path, &v) == 0)
+		geo->sets = (int)v;
+	snprintf(path, sizeof(path), "%s/index%d/shared_cpu_list", base, best);
+	if (read_file(path, geo->shared_cpus, sizeof(geo->shared_cpus)) >= 0)
+		geo->shared_cpus[strcspn(geo->shared_cpus, "\n")] = '\0';
+	if (geo->size > 0 && geo->ways > 0 && geo->page_size > 0)
+		geo->colors = (int)(geo->size /
+				    ((long long)geo->ways * geo->page_size));
+	return 0;
+}
