@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Every bad argument gets its errno (see page_color.h and
+ * Documentation/admin-guide/mm/page_coloring.rst):
+ * EINVAL bad mode, flags, range, empty mask, colours >= nr_colors,
+ * maxcolor > PAGE_COLOR_MAX_COLORS; EFAULT bad pointers; ENOMEM unmapped
+ * range.
+ */
+#include "pc_test.h"
+
+#include <sys/mman.h>
+
+#define KADDR	((void *)0xffffffff81000000UL)
+
+static int expect(long ret, int want, const char *call)
+{
+	int e = errno;
+
+	if (want == 0) {
+		if (ret == 0)
+			return 1;
+		tap_diag("%s: returned %ld errno %d (%s), want success", call, ret,
+			 e, strerror(e));
+		return 0;
+	}
+	if (ret == -1 && e == want)
+		return 1;
+	tap_diag("%s: returned %ld errno %d (%s), want -1 errno %d (%s)", call,
+		 ret, ret == -1 ? e : 0, ret == -1 ? strerror(e) : "-", want,
+		 strerror(want));
+	return 0;
+}
+
+#define EXPECT(call, want) (errno = 0, expect((call), (want), #call))
+
+int main(void)
+{
+	unsigned long mask[PAGECOLOR_SET_LONGS], empty[PAGECOLOR_SET_LONGS];
+	unsigned long big[PAGECOLOR_SET_LONGS + 1];
+	unsigned long nr, ps;
+	char *p, *ro, *hole;
+	int mode, ok;
+
+	pc_init(36);
+	nr = (unsigned long)pc_nr_colors;
+	ps = (unsigned long)pc_page_size;
+	memset(mask, 0, sizeof(mask));
+	memset(empty, 0, sizeof(empty));
+	memset(big, 0, sizeof(big));
+	mask[0] = 1;				/* colour 0 */
+	p = mmap(NULL, 4 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ro = mmap(NULL, ps, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	hole = mmap(NULL, 3 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED || ro == MAP_FAILED || hole == MAP_FAILED) {
+		tap_diag("mmap failed");
+		return tap_finish();
+	}
+	munmap(hole + ps, ps);			/* hole in the middle */
+
+	/* set_color_policy */
+	tap_ok(EXPECT(pagecolor_sys_set_color_policy(3, mask, nr), EINVAL),
+	       "set_color_policy: mode 3 -> EINVAL");
+	tap_ok(EXPECT(pagecolor_sys_set_color_policy(-1, mask, nr), EINVAL),
+	       "set_color_policy: mode -1 -> EINVAL");
+	tap_ok(EXPECT(pagecolor_sys_set_color_policy(COLOR_MODE_BIND, empty, nr), EINVAL),
+	       "set_color_policy: BIND with empty mask -> EINVAL");
+	tap_ok(EXPECT(pagecolor_sys_set_color_policy(COLOR_MODE_PREFERRED, empty, nr), EINVAL),
+	       "set_color_policy: PREFERRED with empty mask -> EINVAL");
+	tap_ok(EXPECT(pagecolor_sys_set_color_policy(COLOR_MODE_BIND, mask, 0), EINVAL),
+	       "set_color_policy: BIND with maxcolor 0 (empty) -> EINVAL");
+	tap_ok(EXPECT(pagecolor_sys_set_color_policy(COLOR_MODE_BIND, big,
+						     PAGE_COLOR_MAX_COLORS + 1), EINVAL),
+	       "set_color_policy: maxcolor > PAGE_COLOR_MAX_COLORS -> EINVAL");
+	if (nr < PAGE_COLOR_MAX_COLORS) {
+		unsigned long m2[PAGECOLOR_SET_LONGS];
+
+		memset(m2, 0, sizeof(m2));
+		m2[0] = 1;
+		m2[nr / PAGECOLOR_BITS_PER_LONG] |= 1UL << (nr % PAGECOLOR_BITS_PER_LONG);
+		tap_ok(EXPECT(pagecolor_sys_set_color_policy(COLOR_MODE_BIND, m2,
+							     PAGE_COLOR_MAX_COLORS), EINVAL),
+		       "set_color_policy: colour nr_colors (%lu) in mask -> EINVAL", nr);
+	} else {
+		tap_skip("set_color_policy: colour beyond nr_colors (nr_colors is the maximum)");
+	}
+	tap_ok(EXPECT(pagecolor_sys_set_color_policy(COLOR_MODE_BIND, NULL, nr), EFAULT),
+	       "set_color_policy: NULL mask -> EFAULT");
+	tap_ok(EXPECT(pagecolor_sys_set_color_policy(COLOR_MODE_BIND, KADDR, nr), EFAULT),
+	       "set_color_policy: kernel address mask -> EFAULT");
+	tap_ok(EXPECT(pagecolor_sys_set_color_policy(COLOR_MODE_BIND,
+						     (unsigned long *)(hole + ps), nr), EFAULT),
+	       "set_color_policy: unmapped mask -> EFAULT");
+	ok = EXPECT(pagecolor_sys_set_color_policy(COLOR_MODE_BIND, mask, nr), 0) &&
+	     EXPECT(pagecolor_sys_set_color_policy(COLOR_MODE_DEFAULT, NULL, 0), 0);
+	tap_ok(ok, "set_color_policy: valid BIND, then DEFAULT with NULL mask succeed");
+
+	/* color_mbind */
+	tap_ok(EXPECT(pagecolor_sys_color_mbind((unsigned long)p, ps, 7, mask, nr, 0), EINVAL),
+	       "color_mbind: mode 7 -> EINVAL");
+	tap_ok(EXPECT(pagecolor_sys_color_mbind((unsigned long)p, ps, COLOR_MODE_BIND,
+						mask, nr, 1U << 5), EINVAL),
+	       "color_mbind: unknown flag -> EINVAL");
+	tap_ok(EXPECT(pagecolor_sys_color_mbind((unsigned long)p, ps, COLOR_MODE_BIND,
+						mask, nr, ~0U), EINVAL),
+	       "color_mbind: all flags set -> EINVAL");
+	tap_ok(EXPECT(pagecolor_sys_color_mbind((unsigned long)p + 1, ps, COLOR_MODE_BIND,
+						mask, nr, 0), EINVAL),
+	       "color_mbind: unaligned start -> EINVAL");
+	tap_ok(EXPECT(pagecolor_sys_color_mbind((unsigned long)p, -ps, COLOR_MODE_BIND,
+						mask, nr, 0), EINVAL),
+	       "color_mbind: wrapping range -> EINVAL");
+	tap_ok(EXPECT(pagecolor_sys_color_mbind((unsigned long)p, ps, COLOR_MODE_BIND,
+						empty, nr, 0), EINVAL),
+	       "color_mbind: empty mask -> EINVAL");
+	tap_ok(EXPECT(pagecolor_sys_color_mbind((unsigned long)p, ps, COLOR_MODE_PREFERRED,
+						mask, 0, 0), EINVAL),
+	       "color_mbind: PREFERRED with maxcolor 0 -> EINVAL");
+	tap_ok(EXPECT(pagecolor_sys_color_mbind((unsigned long)p, ps, COLOR_MODE_BIND,
+						big, PAGE_COLOR_MAX_COLORS + 1, 0), EINVAL),
+	       "color_mbind: maxcolor > PAGE_COLOR_MAX_COLORS -> EINVAL");
+	if (nr < PAGE_COLOR_MAX_COLORS) {
+		unsigned long m2[PAGECOLOR_SET_LONGS];
+
+		memset(m2, 0, sizeof(m2));
+		m2[(PAGE_COLOR_MAX_COLORS - 1) / PAGECOLOR_BITS_PER_LONG] =
+			1UL << ((PAGE_COLOR_MAX_COLORS - 1) % PAGECOLOR_BITS_PER_LONG);
+		tap_ok(EXPECT(pagecolor_sys_color_mbind((unsigned long)p, ps, COLOR_MODE_BIND,
+							m2, PAGE_COLOR_MAX_COLORS, 0), EINVAL),
+		       "color_mbind: colour 1023 beyond nr_colors -> EINVAL");
+	} else {
+		tap_skip("color_mbind: colour beyond nr_colors (nr_colors is the maximum)");
+	}
+	tap_ok(EXPECT(pagecolor_sys_color_mbind((unsigned long)p, ps, COLOR_MODE_BIND,
+						NULL, nr, 0), EFAULT),
+	       "color_mbind: NULL mask -> EFAULT");
+	tap_ok(EXPECT(pagecolor_sys_color_mbind((unsigned long)p, ps, COLOR_MODE_BIND,
+						KADDR, nr, 0), EFAULT),
+	       "color_mbind: kernel address mask -> EFAULT");
+	tap_ok(EXPECT(pagecolor_sys_color_mbind((unsigned long)hole + ps, ps, COLOR_MODE_BIND,
+						mask, nr, 0), ENOMEM),
+	       "color_mbind: unmapped range -> ENOMEM");
+	tap_ok(EXPECT(pagecolor_sys_color_mbind((unsigned long)hole, 3 * ps, COLOR_MODE_BIND,
+						mask, nr, 0), ENOMEM),
+	       "color_mbind: range with a hole -> ENOMEM");
+	tap_ok(EXPECT(pagecolor_sys_color_mbind((unsigned long)p, ps, COLOR_MODE_BIND,
+						mask, nr, 0), 0) &&
+	       EXPECT(pagecolor_sys_color_mbind((unsigned long)p, 4 * ps, COLOR_MODE_BIND,
+						mask, nr, COLOR_MBIND_MIGRATE), 0) &&
+	       EXPECT(pagecolor_sys_color_mbind((unsigned long)p, 4 * ps, COLOR_MODE_DEFAULT,
+						NULL, 0, 0), 0),
+	       "color_mbind: valid calls (bind, migrate, default) succeed");
+
+	/* get_color_policy */
+	tap_ok(EXPECT(pagecolor_sys_get_color_policy((int *)(hole + ps), mask,
+						     PAGE_COLOR_MAX_COLORS, 0, 0), EFAULT),
+	       "get_color_policy: unmapped mode pointer -> EFAULT");
+	tap_ok(EXPECT(pagecolor_sys_get_color_policy((int *)KADDR, mask,
+						     PAGE_COLOR_MAX_COLORS, 0, 0), EFAULT),
+	       "get_color_policy: kernel address mode pointer -> EFAULT");
+	tap_ok(EXPECT(pagecolor_sys_get_color_policy(&mode, (unsigned long *)KADDR,
+						     PAGE_COLOR_MAX_COLORS, 0, 0), EFAULT),
+	       "get_color_policy: kernel address mask pointer -> EFAULT");
+	tap_ok(EXPECT(pagecolor_sys_get_color_policy(&mode, (unsigned long *)ro,
+						     PAGE_COLOR_MAX_COLORS, 0, 0), EFAULT),
+	       "get_color_policy: read-only mask buffer -> EFAULT");
+	tap_ok(EXPECT(pagecolor_sys_get_color_policy(&mode, mask, PAGE_COLOR_MAX_COLORS,
+						     0, 1U << 7), EINVAL),
+	       "get_color_policy: unknown flag -> EINVAL");
+	tap_ok(EXPECT(pagecolor_sys_get_color_policy(&mode, big, PAGE_COLOR_MAX_COLORS + 1,
+						     0, 0), EINVAL),
+	       "get_color_policy: maxcolor > PAGE_COLOR_MAX_COLORS -> EINVAL");
+	errno = 0;
+	{
+		long r = pagecolor_sys_get_color_policy(&mode, mask, PAGE_COLOR_MAX_COLORS,
+							(unsigned long)hole + ps,
+							COLOR_POLICY_ADDR);
+		int e = errno;
+
+		tap_ok(r == -1 && (e == EFAULT || e == ENOMEM),
+		       "get_color_policy: COLOR_POLICY_ADDR on an unmapped address -> EFAULT/ENOMEM (got %s)",
+		       r == -1 ? strerror(e) : "success");
+	}
+	tap_ok(EXPECT(pagecolor_sys_get_color_policy(&mode, mask, PAGE_COLOR_MAX_COLORS,
+						     (unsigned long)p, COLOR_POLICY_ADDR), 0) &&
+	       mode == COLOR_MODE_DEFAULT,
+	       "get_color_policy: valid COLOR_POLICY_ADDR call succeeds (mode default)");
+	tap_ok(EXPECT(pagecolor_sys_get_color_policy(&mode, mask, PAGE_COLOR_MAX_COLORS, 0, 0), 0)
+	       && mode == COLOR_MODE_DEFAULT,
+	       "get_color_policy: task default is default after the errors above");
+
+	/* failed calls must not have changed anything */
+	{
+		struct pc_check r;
+		pagecolor_set_t all;
+
+		pagecolor_set_fill(&all, pc_nr_colors);
+		pc_touch(p, 4);
+		tap_ok(pc_check_range(p, 4, &all, &r) == 0 && !r.absent && !r.bad,
+		       "memory usable after the error paths");
+		/* colour-0 only would make this unlikely for 4 pages of a default range */
+	}
+	tap_ok(pc_dmesg_trouble() == 0, "no BUG/WARNING/Oops in dmesg");
+	return tap_finish();
+}

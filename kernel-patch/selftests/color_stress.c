@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Several processes fork, colour, touch, copy-on-write, unmap and exit in a
+ * loop; afterwards the system is clean: every child exited 0 with its pages
+ * in the allowed colours, no BUG/WARNING in dmesg, and free memory (total
+ * and per colour) is back at its baseline (no pages lost).
+ *
+ * usage: color_stress [WORKERS [ROUNDS]]
+ */
+#include "pc_test.h"
+
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+static uint64_t rng;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 2685821657736338717ULL;
+}
+
+static void rand_set(pagecolor_set_t *s)
+{
+	int n = 1 + (int)(rnd() % (unsigned)(pc_nr_colors > 8 ? pc_nr_colors / 4 : 1));
+	int i;
+
+	pagecolor_set_zero(s);
+	for (i = 0; i < n; i++)
+		pagecolor_set_add(s, (int)(rnd() % (unsigned)pc_nr_colors));
+}
+
+/* One short-lived process.  Returns 0 when everything it checked was fine. */
+static int one_child(void)
+{
+	pagecolor_set_t s, t;
+	size_t n = 64 + rnd() % 448;
+	int shared = rnd() % 3 == 0, mode, bad = 0, st;
+	char *p, *q;
+	pid_t g;
+
+	rand_set(&s);
+	mode = rnd() % 4 == 0 ? COLOR_MODE_PREFERRED : COLOR_MODE_BIND;
+	if (rnd() % 2) {
+		if (pagecolor_set_policy(mode, &s))
+			return 10;
+	}
+	p = mmap(NULL, n * pc_page_size, PROT_READ | PROT_WRITE,
+		 (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return 11;
+	if (pagecolor_mbind(p, n * pc_page_size, COLOR_MODE_BIND, &s, 0))
+		return 12;
+	pc_touch(p, n);
+	if (!pc_range_ok(p, n, &s, "stress child"))
+		bad = 1;
+	g = fork();
+	if (g == 0) {
+		pc_touch(p, n / 2);
+		if (!pc_range_ok(p, n / 2, &s, "stress grandchild"))
+			_exit(1);
+		munmap(p, n * pc_page_size);
+		_exit(0);
+	}
+	/* re-colour part of the range while the grandchild runs */
+	rand_set(&t);
+	if (pagecolor_mbind(p + n / 2 * pc_page_size, (n - n / 2) * pc_page_size,
+			    COLOR_MODE_BIND, &t, COLOR_MBIND_MIGRATE))
+		bad = 1;
+	else if (!pc_range_ok(p + n / 2 * pc_page_size, n - n / 2, &t, "stress migrate"))
+		bad = 1;
+	munmap(p, n / 4 * pc_page_size);
+	q = mremap(p + n / 4 * pc_page_size, (n - n / 4) * pc_page_size,
+		   n * pc_page_size, MREMAP_MAYMOVE);
+	if (q != MAP_FAILED && !shared)
+		pc_touch(q, n);
+	if (g < 0 || waitpid(g, &st, 0) != g || !WIFEXITED(st) || WEXITSTATUS(st))
+		bad = 1;
+	return bad;
+}
+
+static int worker(int id, int rounds)
+{
+	int r, st, bad = 0;
+
+	rng = 0x1234567ULL * (uint64_t)(id + 1) + (uint64_t)getpid();
+	for (r = 0; r < rounds; r++) {
+		pid_t pid = fork();
+
+		if (pid == 0)
+			_exit(one_child());
+		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+		    WEXITSTATUS(st)) {
+			printf("# worker %d round %d: child status 0x%x\n", id, r, st);
+			bad++;
+		}
+	}
+	return bad ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	int workers = argc > 1 ? atoi(argv[1]) : 4;
+	int rounds = argc > 2 ? atoi(argv[2]) : 40;
+	static unsigned long before[PAGE_COLOR_MAX_COLORS], after[PAGE_COLOR_MAX_COLORS];
+	long long free0, free1, tot0, tot1, tol;
+	int i, st, failed = 0, trouble, c, worst = 0;
+	long long worst_diff = 0;
+
+	pc_init(5);
+	trouble = pc_dmesg_trouble();
+	pc_settle();
+	free0 = pc_memfree_pages();
+	tot0 = pc_free_total(before, PAGE_COLOR_MAX_COLORS);
+	tap_ok(free0 > 0 && tot0 >= 0, "baseline: MemFree %lld pages, colour lists %lld pages",
+	       free0, tot0);
+
+	for (i = 0; i < workers; i++) {
+		pid_t pid = fork();
+
+		if (pid == 0)
+			_exit(worker(i, rounds));
+		if (pid < 0)
+			failed++;
+	}
+	while (wait(&st) > 0)
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			failed++;
+	tap_ok(failed == 0, "%d workers x %d rounds of fork/colour/touch/COW/unmap/exit",
+	       workers, rounds);
+	tap_ok(pc_dmesg_trouble() == trouble, "no BUG/WARNING/Oops in dmesg");
+
+	pc_settle();
+	free1 = pc_memfree_pages();
+	tot1 = pc_free_total(after, PAGE_COLOR_MAX_COLORS);
+	/*
+	 * Tolerance: per-CPU page lists, slab and page-table caches of the
+	 * kernel fluctuate by a few hundred pages; a leak of one process's
+	 * memory is thousands of pages.
+	 */
+	tol = 1024;
+	tap_diag("MemFree %lld -> %lld pages, colour lists %lld -> %lld pages",
+		 free0, free1, tot0, tot1);
+	tap_ok(free1 >= free0 - tol, "MemFree back to baseline (within %lld pages)", tol);
+	for (c = 0; c < pc_nr_colors; c++) {
+		long long d = (long long)before[c] - (long long)after[c];
+
+		if (d > worst_diff) {
+			worst_diff = d;
+			worst = c;
+		}
+	}
+	tap_diag("largest per-colour drop: colour %d, %lld pages", worst, worst_diff);
+	tap_ok(tot1 >= 0 && tot1 + tol >= tot0,
+	       "per-colour free counts back to baseline (sum within %lld pages)", tol);
+	return tap_finish();
+}

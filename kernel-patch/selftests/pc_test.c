@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "pc_test.h"
+
+#include <fcntl.h>
+#include <sys/klog.h>
+
+int pc_nr_colors;
+long pc_page_size;
+
+static int plan, done, failed;
+
+void tap_plan(int n)
+{
+	plan = n;
+	printf("TAP version 13\n1..%d\n", n);
+	fflush(stdout);
+}
+
+void tap_ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	done++;
+	if (!cond)
+		failed++;
+	printf("%sok %d - ", cond ? "" : "not ", done);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+void tap_skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	done++;
+	printf("ok %d - ", done);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf(" # SKIP\n");
+	fflush(stdout);
+}
+
+void tap_diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+int tap_finish(void)
+{
+	while (done < plan)
+		tap_ok(0, "test not reached");
+	if (done > plan) {
+		tap_diag("planned %d tests but ran %d", plan, done);
+		failed++;
+	}
+	printf("# Totals: pass:%d fail:%d\n", done - failed, failed);
+	fflush(stdout);
+	return failed ? KSFT_FAIL : KSFT_PASS;
+}
+
+void pc_init(int n)
+{
+	pc_page_size = sysconf(_SC_PAGESIZE);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!pagecolor_supported()) {
+		printf("TAP version 13\n1..0 # SKIP page colouring not supported "
+		       "by the running kernel (%s)\n", strerror(errno));
+		exit(KSFT_SKIP);
+	}
+	pc_nr_colors = pagecolor_nr_colors();
+	tap_plan(n);
+	tap_diag("nr_colors %d", pc_nr_colors);
+}
+
+int pc_check_range(const void *addr, size_t npages, const pagecolor_set_t *allowed,
+		   struct pc_check *res)
+{
+	uint64_t *pfns = calloc(npages ? npages : 1, sizeof(*pfns));
+	static unsigned char seen[PAGE_COLOR_MAX_COLORS];
+	size_t i;
+
+	memset(res, 0, sizeof(*res));
+	res->first_bad_color = -1;
+	if (!pfns)
+		return -1;
+	if (pagecolor_pfns(addr, npages, pfns) != 0) {
+		tap_diag("pagemap: %s", strerror(errno));
+		free(pfns);
+		return -1;
+	}
+	memset(seen, 0, sizeof(seen));
+	res->pages = npages;
+	for (i = 0; i < npages; i++) {
+		int c;
+
+		if (!pfns[i]) {
+			res->absent++;
+			continue;
+		}
+		c = pagecolor_pfn_color(pfns[i], pc_nr_colors);
+		if (!seen[c]) {
+			seen[c] = 1;
+			res->distinct++;
+		}
+		if (allowed && pagecolor_set_test(allowed, c) != 1) {
+			if (!res->bad) {
+				res->first_bad_color = c;
+				res->first_bad_page = i;
+			}
+			res->bad++;
+		}
+	}
+	free(pfns);
+	return 0;
+}
+
+int pc_range_ok(const void *addr, size_t npages, const pagecolor_set_t *allowed,
+		const char *what)
+{
+	struct pc_check r;
+
+	if (pc_check_range(addr, npages, allowed, &r) != 0)
+		return 0;
+	if (r.absent || r.bad) {
+		char buf[256];
+
+		pagecolor_set_format(allowed, buf, sizeof(buf));
+		tap_diag("%s: %zu pages, %zu absent, %zu with colours outside {%s} "
+			 "(first: page %zu colour %d), %d distinct colours",
+			 what, r.pages, r.absent, r.bad, buf, r.first_bad_page,
+			 r.first_bad_color, r.distinct);
+		return 0;
+	}
+	return 1;
+}
+
+void pc_touch(void *addr, size_t npages)
+{
+	volatile char *p = addr;
+	size_t i;
+
+	for (i = 0; i < npages; i++)
+		p[i * (size_t)pc_page_size] = (char)(i + 1);
+}
+
+pagecolor_set_t pc_set(const char *list)
+{
+	pagecolor_set_t s;
+
+	if (pagecolor_set_parse(&s, list, pc_nr_colors) != 0) {
+		tap_diag("bad colour list %s for %d colours", list, pc_nr_colors);
+		exit(KSFT_FAIL);
+	}
+	return s;
+}
+
+int pc_dmesg_trouble(void)
+{
+	static const char *pat[] = { "BUG:", "WARNING:", "Oops", "KASAN",
+				     "kernel BUG", "general protection fault",
+				     "UBSAN", "list_add corruption",
+				     "list_del corruption", "Bad page" };
+	int len = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
+	char *buf, *line, *save = NULL;
+	int n, bad = 0;
+	size_t k;
+
+	if (len <= 0)
+		len = 1 << 20;
+	buf = malloc((size_t)len + 1);
+	if (!buf)
+		return -1;
+	n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf, len);
+	if (n < 0) {
+		tap_diag("klogctl: %s", strerror(errno));
+		free(buf);
+		return -1;
+	}
+	buf[n] = '\0';
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		for (k = 0; k < sizeof(pat) / sizeof(pat[0]); k++) {
+			if (strstr(line, pat[k])) {
+				if (bad < 20)
+					tap_diag("dmesg: %s", line);
+				bad++;
+				break;
+			}
+		}
+	}
+	free(buf);
+	return bad;
+}
+
+long long pc_free_total(unsigned long *counts, int max)
+{
+	int n = pagecolor_free_pages(counts, max), i;
+	long long sum = 0;
+
+	if (n < 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		sum += (long long)counts[i];
+	return sum;
+}
+
+long long pc_memfree_pages(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	long long kb = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemFree: %lld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb < 0 ? -1 : kb * 1024 / pc_page_size;
+}
+
+void pc_settle(void)
+{
+	int fd;
+
+	sync();
+	fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+	if (fd >= 0) {
+		if (write(fd, "3", 1) < 0)
+			tap_diag("drop_caches: %s", strerror(errno));
+		close(fd);
+	}
+	usleep(200 * 1000);
+}

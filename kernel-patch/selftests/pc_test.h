@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the page colouring selftests: TAP output in the
+ * kselftest style, colour checks over /proc/self/pagemap, dmesg scanning.
+ */
+#ifndef PC_TEST_H
+#define PC_TEST_H
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pagecolor.h"
+
+/* kselftest exit codes */
+#define KSFT_PASS	0
+#define KSFT_FAIL	1
+#define KSFT_SKIP	4
+
+extern int pc_nr_colors;
+extern long pc_page_size;
+
+/* TAP */
+void tap_plan(int n);
+void tap_ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tap_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void tap_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Print remaining "not ok" for a bailed-out plan and exit with the result. */
+int tap_finish(void);
+/*
+ * Start a test program: print the TAP header.  When page colouring is not
+ * supported, print "1..0 # SKIP ..." and exit KSFT_SKIP.
+ */
+void pc_init(int plan);
+
+/* Result of checking a range against a colour set. */
+struct pc_check {
+	size_t pages;		/* pages examined */
+	size_t absent;		/* not present in pagemap */
+	size_t bad;		/* present with a colour outside the set */
+	int distinct;		/* number of distinct colours seen */
+	int first_bad_color;	/* -1 if none */
+	size_t first_bad_page;
+};
+/* Examine npages at addr.  Returns 0, or -1 if pagemap could not be read. */
+int pc_check_range(const void *addr, size_t npages, const pagecolor_set_t *allowed,
+		   struct pc_check *res);
+/* ok when every page is present and allowed; prints details otherwise. */
+int pc_range_ok(const void *addr, size_t npages, const pagecolor_set_t *allowed,
+		const char *what);
+
+/* Write one byte to every page. */
+void pc_touch(void *addr, size_t npages);
+
+/* Make a set from list syntax; aborts the test on a bad list. */
+pagecolor_set_t pc_set(const char *list);
+
+/*
+ * Count lines in the kernel log containing BUG:, WARNING:, Oops, KASAN,
+ * "page allocation failure" is NOT counted.  Returns the count, -1 when the
+ * log cannot be read.  Prints offending lines as TAP diagnostics.
+ */
+int pc_dmesg_trouble(void);
+
+/* Sum of per-colour free pages (the sysfs file), -1 on error. */
+long long pc_free_total(unsigned long *counts, int max);
+/* MemFree from /proc/meminfo in pages, -1 on error. */
+long long pc_memfree_pages(void);
+/* Drop caches / compact if available, then sleep a little. */
+void pc_settle(void);
+
+#endif
