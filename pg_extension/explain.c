@@ -1,0 +1,200 @@
+/*-------------------------------------------------------------------------
+ *
+ * explain.c
+ *		Show a plan's locality in EXPLAIN, in every output format.
+ *
+ * PostgreSQL 15 has no hook to add a property to EXPLAIN's output, but
+ * ExplainOnePlan() calls ExecutorEnd() while the "Query" group is still
+ * open.  So the ExplainOneQuery hook remembers the ExplainState and the
+ * plan being explained, and the ExecutorEnd hook of that very plan adds the
+ * properties there: valid JSON, XML and YAML, a line in text.
+ *
+ * EXPLAIN EXECUTE of a prepared statement does not pass through the
+ * ExplainOneQuery hook, so it shows nothing (mccdb_locality() still works).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "commands/explain.h"
+#include "executor/instrument.h"
+#include "locality.h"
+#include "mccdb.h"
+#include "optimizer/optimizer.h"
+#include "tcop/tcopprot.h"
+
+static ExplainOneQuery_hook_type prev_ExplainOneQuery = NULL;
+
+/* The EXPLAIN in progress, if any; reset on error by PG_FINALLY. */
+static ExplainState *current_es = NULL;
+static PlannedStmt *current_plan = NULL;
+
+/* The standard planning step of ExplainOneQuery() (static in explain.c). */
+static void
+explain_one_query(Query *query, int cursorOptions, IntoClause *into,
+				  ExplainState *es, const char *queryString,
+				  ParamListInfo params, QueryEnvironment *queryEnv)
+{
+	PlannedStmt *plan;
+	instr_time	planstart,
+				planduration;
+	BufferUsage bufusage_start,
+				bufusage;
+
+	if (es->buffers)
+		bufusage_start = pgBufferUsage;
+	INSTR_TIME_SET_CURRENT(planstart);
+
+	plan = pg_plan_query(query, queryString, cursorOptions, params);
+
+	INSTR_TIME_SET_CURRENT(planduration);
+	INSTR_TIME_SUBTRACT(planduration, planstart);
+	if (es->buffers)
+	{
+		memset(&bufusage, 0, sizeof(BufferUsage));
+		BufferUsageAccumDiff(&bufusage, &pgBufferUsage, &bufusage_start);
+	}
+
+	current_plan = plan;
+	ExplainOnePlan(plan, into, es, queryString, params, queryEnv,
+				   &planduration, (es->buffers ? &bufusage : NULL));
+}
+
+static void
+mccdb_ExplainOneQuery(Query *query, int cursorOptions, IntoClause *into,
+					  ExplainState *es, const char *queryString,
+					  ParamListInfo params, QueryEnvironment *queryEnv)
+{
+	ExplainState *saved_es = current_es;
+	PlannedStmt *saved_plan = current_plan;
+
+	current_es = mccdb_explain ? es : NULL;
+	current_plan = NULL;
+	PG_TRY();
+	{
+		if (prev_ExplainOneQuery)
+			prev_ExplainOneQuery(query, cursorOptions, into, es, queryString,
+								 params, queryEnv);
+		else
+			explain_one_query(query, cursorOptions, into, es, queryString,
+							  params, queryEnv);
+	}
+	PG_FINALLY();
+	{
+		current_es = saved_es;
+		current_plan = saved_plan;
+	}
+	PG_END_TRY();
+}
+
+void
+mccdb_explain_install(void)
+{
+	prev_ExplainOneQuery = ExplainOneQuery_hook;
+	ExplainOneQuery_hook = mccdb_ExplainOneQuery;
+}
+
+static const char *
+table_kind_name(MccdbTableKind kind)
+{
+	switch (kind)
+	{
+		case MCCDB_HASH_JOIN:
+			return "Hash Join";
+		case MCCDB_HASH_AGG:
+			return "Hash Aggregate";
+		case MCCDB_RESCANNED_INNER:
+			return "Rescanned Inner";
+	}
+	return "?";
+}
+
+/* "on part" / "on a join result" for text output. */
+static const char *
+table_label(const MccdbTable *t)
+{
+	if (t->relation)
+		return psprintf("%s on %s", table_kind_name(t->kind), t->relation);
+	return psprintf("%s (node %d)", table_kind_name(t->kind), t->plan_node_id);
+}
+
+static void
+explain_text(const MccdbLocality *loc, ExplainState *es)
+{
+	ListCell   *lc;
+
+	ExplainPropertyText("MCC-DB Locality", mccdb_locality_describe(loc), es);
+	if (!es->analyze && !es->verbose)
+		return;
+	foreach(lc, loc->tables)
+	{
+		MccdbTable *t = lfirst(lc);
+		char	   *line;
+
+		line = psprintf("estimated %s%s", mccdb_format_bytes(t->bytes),
+						t->counted ? "" : " (not counted)");
+		if (es->analyze && t->actual_bytes >= 0)
+			line = psprintf("%s, actual %s (%+.1f%%)", line,
+							mccdb_format_bytes(t->actual_bytes),
+							t->actual_bytes > 0 ?
+							100.0 * (t->bytes - t->actual_bytes) / t->actual_bytes : 0.0);
+		ExplainPropertyText(psprintf("MCC-DB %s", table_label(t)), line, es);
+	}
+}
+
+static void
+explain_structured(const MccdbLocality *loc, ExplainState *es)
+{
+	ListCell   *lc;
+
+	ExplainOpenGroup("MCC-DB", "MCC-DB", true, es);
+	ExplainPropertyText("Locality", mccdb_locality_class_name(loc->cls), es);
+	ExplainPropertyText("Basis", loc->basis, es);
+	ExplainPropertyInteger("Hash Table Bytes", NULL, (int64) loc->bytes, es);
+	ExplainPropertyInteger("LLC Bytes", NULL, (int64) loc->llc_bytes, es);
+	ExplainOpenGroup("Tables", "Tables", false, es);
+	foreach(lc, loc->tables)
+	{
+		MccdbTable *t = lfirst(lc);
+
+		ExplainOpenGroup("Table", NULL, true, es);
+		ExplainPropertyText("Kind", table_kind_name(t->kind), es);
+		ExplainPropertyInteger("Plan Node", NULL, t->plan_node_id, es);
+		if (t->relation)
+			ExplainPropertyText("Relation", t->relation, es);
+		ExplainPropertyBool("Counted", t->counted, es);
+		ExplainPropertyFloat("Estimated Rows", NULL, t->rows, 0, es);
+		ExplainPropertyInteger("Estimated Width", NULL, t->width, es);
+		ExplainPropertyInteger("Estimated Bytes", NULL, (int64) t->bytes, es);
+		if (es->analyze && t->actual_bytes >= 0)
+			ExplainPropertyInteger("Actual Bytes", NULL, (int64) t->actual_bytes, es);
+		ExplainCloseGroup("Table", NULL, true, es);
+	}
+	ExplainCloseGroup("Tables", "Tables", false, es);
+	ExplainCloseGroup("MCC-DB", "MCC-DB", true, es);
+}
+
+/*
+ * Called from the ExecutorEnd hook with the plan's locality (and actual
+ * sizes when it ran): print it if this is the plan EXPLAIN is showing.
+ */
+void
+mccdb_explain_executor_end(QueryDesc *queryDesc, MccdbLocality *loc)
+{
+	ExplainState *es = current_es;
+
+	if (es == NULL || queryDesc->plannedstmt != current_plan)
+		return;
+	current_es = NULL;			/* once per EXPLAIN */
+	if (es->format == EXPLAIN_FORMAT_TEXT)
+		explain_text(loc, es);
+	else
+		explain_structured(loc, es);
+}
+
+/* Does the ExecutorEnd hook need to compute a locality for this query? */
+bool
+mccdb_explain_wants(QueryDesc *queryDesc)
+{
+	return current_es != NULL && queryDesc->plannedstmt == current_plan;
+}

@@ -1,0 +1,543 @@
+/*-------------------------------------------------------------------------
+ *
+ * locality.c
+ *		Estimate the cache locality strength of a plan (MCC-DB, section 4).
+ *
+ * The paper's rules:
+ *	- a hash join's locality follows the size S of its hash table;
+ *	- an index nested loop join has weak locality;
+ *	- in a left-deep join tree only the first two joins from the bottom
+ *	  matter: their accumulated S decides, and two index joins are weak;
+ *	- strong if S < C/3, moderate if C/3 <= S < 3C, weak if S >= 3C, where C
+ *	  is the last-level cache size (the factors are mccdb.strong_limit and
+ *	  mccdb.weak_limit).
+ *
+ * S is computed with PostgreSQL 15's real hash table layout: the bucket
+ * array, and per tuple a HashJoinTuple header plus a MinimalTuple, packed
+ * MAXALIGNed into 32 kB dense chunks; a multi-batch join holds one batch.
+ * The bucket and batch counts come from ExecChooseHashTableSize(), the
+ * executor's own function, so they match what the executor will do.
+ *
+ * Plans the paper does not cover get the classes docs/design.md lists
+ * (bushy trees, merge joins, plain nested loops, parallel hash, hash
+ * aggregation, subplans, plans without a join).  Nothing here may raise an
+ * error for a valid plan: estimation must never make a query fail.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "cache_geometry.h"
+#include "executor/hashjoin.h"
+#include "executor/nodeAgg.h"
+#include "executor/nodeHash.h"
+#include "locality.h"
+#include "mccdb.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/parsetree.h"
+
+/* What a join on the outer spine of the join tree contributes. */
+typedef enum JoinRole
+{
+	JOIN_HASH_LIKE,				/* keeps a reused structure: hash table or rescanned inner */
+	JOIN_INDEX,					/* index nested loop: weak */
+	JOIN_MERGE					/* merge join: both inputs stream once: weak */
+} JoinRole;
+
+typedef struct WalkState
+{
+	PlannedStmt *stmt;
+	List	   *tables;			/* MccdbTable * */
+	int			parallel_workers;	/* of the nearest Gather above */
+	bool		found_join;
+	int			bottom_joins;	/* joins among the bottom two (0..2) */
+	int			bottom_hash_like;	/* of those, with a reused structure */
+	bool		bottom_merge;	/* a merge join among the bottom two */
+	double		join_bytes;		/* S of the bottom two joins */
+	double		upper_bytes;	/* hash aggregates, hashed setops, subplans */
+	bool		bushy;
+} WalkState;
+
+static void walk_plan(Plan *plan, WalkState *w);
+
+const char *
+mccdb_locality_class_name(MccdbLocalityClass cls)
+{
+	switch (cls)
+	{
+		case MCCDB_STRONG:
+			return "strong";
+		case MCCDB_MODERATE:
+			return "moderate";
+		case MCCDB_WEAK:
+			return "weak";
+	}
+	return "weak";
+}
+
+MccdbLocalityClass
+mccdb_classify_bytes(double bytes, Size llc_bytes)
+{
+	if (bytes < mccdb_strong_limit * (double) llc_bytes)
+		return MCCDB_STRONG;
+	if (bytes < mccdb_weak_limit * (double) llc_bytes)
+		return MCCDB_MODERATE;
+	return MCCDB_WEAK;
+}
+
+/* One decimal, none when it would be ".0": "2.3 MB", "32 MB". */
+static char *
+format_scaled(double v, const char *unit)
+{
+	if (fabs(v - rint(v)) < 0.05)
+		return psprintf("%.0f %s", v, unit);
+	return psprintf("%.1f %s", v, unit);
+}
+
+/* Human-readable size: "512 bytes", "40 kB", "2.3 MB", "1.5 GB". */
+char *
+mccdb_format_bytes(double bytes)
+{
+	if (bytes < 1024)
+		return psprintf("%.0f bytes", bytes);
+	if (bytes < 1024.0 * 1024)
+		return psprintf("%.0f kB", bytes / 1024);
+	if (bytes < 1024.0 * 1024 * 1024)
+		return format_scaled(bytes / (1024.0 * 1024), "MB");
+	return format_scaled(bytes / (1024.0 * 1024 * 1024), "GB");
+}
+
+char *
+mccdb_locality_describe(const MccdbLocality *loc)
+{
+	const char *cls = mccdb_locality_class_name(loc->cls);
+	char	   *llc = mccdb_format_bytes((double) loc->llc_bytes);
+
+	if (loc->bytes > 0)
+		return psprintf("%s (%s %s of LLC %s)", cls, loc->basis,
+						mccdb_format_bytes(loc->bytes), llc);
+	return psprintf("%s (%s; LLC %s)", cls, loc->basis, llc);
+}
+
+/* Skip nodes that only pass tuples through on the way to a join's input. */
+static Plan *
+skip_passthrough(Plan *plan)
+{
+	while (plan != NULL)
+	{
+		switch (nodeTag(plan))
+		{
+			case T_Material:
+			case T_Memoize:
+			case T_Sort:
+			case T_IncrementalSort:
+			case T_Result:
+			case T_Gather:
+			case T_GatherMerge:
+			case T_Hash:
+				if (outerPlan(plan) == NULL)
+					return plan;
+				plan = outerPlan(plan);
+				break;
+			default:
+				return plan;
+		}
+	}
+	return NULL;
+}
+
+static bool
+is_join(Plan *plan)
+{
+	return plan != NULL &&
+		(IsA(plan, HashJoin) || IsA(plan, NestLoop) || IsA(plan, MergeJoin));
+}
+
+/* Does the subtree contain a join?  (Used to tell bushy trees.) */
+static bool
+contains_join(Plan *plan)
+{
+	if (plan == NULL)
+		return false;
+	if (is_join(plan))
+		return true;
+	if (IsA(plan, Append))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((Append *) plan)->appendplans)
+			if (contains_join(lfirst(lc)))
+				return true;
+		return false;
+	}
+	if (IsA(plan, SubqueryScan))
+		return contains_join(((SubqueryScan *) plan)->subplan);
+	return contains_join(outerPlan(plan)) || contains_join(innerPlan(plan));
+}
+
+/* Alias of the base relation a subtree scans, if it scans exactly one. */
+static char *
+scanned_relation(Plan *plan, PlannedStmt *stmt)
+{
+	plan = skip_passthrough(plan);
+	if (plan == NULL || is_join(plan))
+		return NULL;
+	switch (nodeTag(plan))
+	{
+		case T_SeqScan:
+		case T_SampleScan:
+		case T_IndexScan:
+		case T_IndexOnlyScan:
+		case T_BitmapHeapScan:
+		case T_TidScan:
+		case T_TidRangeScan:
+		case T_FunctionScan:
+		case T_ValuesScan:
+		case T_CteScan:
+		case T_WorkTableScan:
+		case T_SubqueryScan:
+			{
+				Index		rti = ((Scan *) plan)->scanrelid;
+
+				if (rti > 0 && rti <= list_length(stmt->rtable))
+				{
+					RangeTblEntry *rte = rt_fetch(rti, stmt->rtable);
+
+					if (rte->eref && rte->eref->aliasname)
+						return pstrdup(rte->eref->aliasname);
+				}
+				return NULL;
+			}
+		default:
+			return NULL;
+	}
+}
+
+static MccdbTable *
+new_table(MccdbTableKind kind, Plan *node, WalkState *w)
+{
+	MccdbTable *t = palloc0(sizeof(MccdbTable));
+
+	t->kind = kind;
+	t->plan_node_id = node->plan_node_id;
+	t->actual_bytes = -1;
+	t->actual_rows = -1;
+	t->actual_nbatch = -1;
+	w->tables = lappend(w->tables, t);
+	return t;
+}
+
+/*
+ * Size of the in-memory hash table a Hash node builds, mirroring
+ * ExecHashTableCreate() and dense_alloc() in nodeHash.c.
+ */
+static MccdbTable *
+estimate_hash_node(Hash *hash, WalkState *w)
+{
+	Plan	   *child = outerPlan(&hash->plan);
+	MccdbTable *t = new_table(MCCDB_HASH_JOIN, &hash->plan, w);
+	size_t		space_allowed;
+	int			num_skew_mcvs;
+	double		tuple_size;
+	double		rows_in_memory;
+	double		per_chunk;
+	double		chunks;
+
+	t->rows = hash->plan.parallel_aware ? hash->rows_total : child->plan_rows;
+	t->width = child->plan_width;
+	t->relation = scanned_relation(child, w->stmt);
+	ExecChooseHashTableSize(t->rows, t->width, OidIsValid(hash->skewTable),
+							hash->plan.parallel_aware,
+							hash->plan.parallel_aware ? w->parallel_workers : 0,
+							&space_allowed, &t->nbuckets, &t->nbatch,
+							&num_skew_mcvs);
+
+	/* HashJoinTuple header + MinimalTuple, MAXALIGNed by dense_alloc() */
+	tuple_size = HJTUPLE_OVERHEAD + MAXALIGN(SizeofMinimalTupleHeader) +
+		MAXALIGN(t->width);
+	rows_in_memory = Max(t->rows, 1.0) / t->nbatch;
+
+	/* Dense chunks of HASH_CHUNK_SIZE; big tuples get a chunk of their own. */
+	if (tuple_size > HASH_CHUNK_THRESHOLD)
+		chunks = rows_in_memory;
+	else
+	{
+		per_chunk = floor(HASH_CHUNK_SIZE / tuple_size);
+		chunks = ceil(rows_in_memory / per_chunk);
+	}
+	t->bytes = rows_in_memory * tuple_size + chunks * HASH_CHUNK_HEADER_SIZE;
+	if (t->nbatch > 1)
+		t->bytes = Min(t->bytes, (double) space_allowed);
+	t->bytes += (double) t->nbuckets * sizeof(HashJoinTuple);
+	return t;
+}
+
+/* Hash aggregation: groups x entry size, capped by hash_mem (it spills). */
+static void
+estimate_hash_agg(Plan *plan, long groups, Size transition_space, WalkState *w)
+{
+	MccdbTable *t = new_table(MCCDB_HASH_AGG, plan, w);
+	Size		entry = hash_agg_entry_size(1, plan->plan_width, transition_space);
+
+	t->rows = (double) Max(groups, 1);
+	t->width = plan->plan_width;
+	t->relation = scanned_relation(outerPlan(plan), w->stmt);
+	t->bytes = Min(t->rows * entry, (double) get_hash_memory_limit());
+	t->counted = true;
+	w->upper_bytes += t->bytes;
+}
+
+/* What one join on the outer spine contributes; records its table. */
+static JoinRole
+spine_join_role(Plan *join, WalkState *w, bool counted)
+{
+	Plan	   *inner = innerPlan(join);
+
+	if (IsA(join, HashJoin))
+	{
+		MccdbTable *t = estimate_hash_node((Hash *) inner, w);
+
+		t->counted = counted;
+		if (counted)
+			w->join_bytes += t->bytes;
+		walk_plan(outerPlan(inner), w);
+		return JOIN_HASH_LIKE;
+	}
+	if (IsA(join, MergeJoin))
+	{
+		walk_plan(inner, w);
+		return JOIN_MERGE;
+	}
+
+	/* Nested loop: an index (or bitmap) scan under the inner makes it an index join. */
+	{
+		Plan	   *p = skip_passthrough(inner);
+
+		if (p != NULL && (IsA(p, IndexScan) || IsA(p, IndexOnlyScan) ||
+						  IsA(p, BitmapHeapScan)))
+		{
+			walk_plan(inner, w);
+			return JOIN_INDEX;
+		}
+	}
+
+	/*
+	 * A nested loop without an index re-reads its whole inner side for
+	 * every outer tuple: that inner is its reused working set.
+	 */
+	{
+		MccdbTable *t = new_table(MCCDB_RESCANNED_INNER, inner, w);
+
+		t->rows = Max(inner->plan_rows, 1.0);
+		t->width = inner->plan_width;
+		t->relation = scanned_relation(inner, w->stmt);
+		/* a MinimalTuple in a tuplestore: header + data + palloc chunk */
+		t->bytes = t->rows * (MAXALIGN(SizeofMinimalTupleHeader) +
+							  MAXALIGN(t->width) + 16);
+		t->counted = counted;
+		if (counted)
+			w->join_bytes += t->bytes;
+		walk_plan(inner, w);
+		return JOIN_HASH_LIKE;
+	}
+}
+
+/* A join tree: follow the outer (probe) spine down to its bottom join. */
+static void
+walk_join_tree(Plan *top, WalkState *w)
+{
+	List	   *spine = NIL;
+	Plan	   *j = top;
+	int			n;
+	int			i;
+
+	w->found_join = true;
+	for (;;)
+	{
+		Plan	   *outer;
+
+		spine = lappend(spine, j);
+		if (contains_join(innerPlan(j)))
+			w->bushy = true;
+		outer = skip_passthrough(outerPlan(j));
+		if (!is_join(outer))
+			break;
+		j = outer;
+	}
+
+	n = list_length(spine);
+	for (i = 0; i < n; i++)
+	{
+		Plan	   *join = list_nth(spine, i);
+		bool		bottom_two = (i >= n - 2);
+		JoinRole	role = spine_join_role(join, w, bottom_two);
+
+		if (bottom_two)
+		{
+			w->bottom_joins++;
+			if (role == JOIN_HASH_LIKE)
+				w->bottom_hash_like++;
+			else if (role == JOIN_MERGE)
+				w->bottom_merge = true;
+		}
+	}
+	/* Whatever feeds the bottom join's outer side (scans, subqueries). */
+	walk_plan(outerPlan((Plan *) llast(spine)), w);
+	list_free(spine);
+}
+
+/*
+ * Walk from a plan's root to its join tree, noting the hash aggregates and
+ * setops above it.  Only the first join tree found is the query's join tree;
+ * any other (under Append, in a subquery) is walked for its tables only.
+ */
+static void
+walk_plan(Plan *plan, WalkState *w)
+{
+	ListCell   *lc;
+	int			saved_workers = w->parallel_workers;
+
+	if (plan == NULL)
+		return;
+	check_stack_depth();
+
+	if (is_join(plan))
+	{
+		if (!w->found_join)
+			walk_join_tree(plan, w);
+		else
+		{
+			/* A join below the decisive tree: record its tables only. */
+			WalkState	sub = *w;
+
+			sub.tables = NIL;
+			sub.found_join = false;
+			sub.bottom_joins = sub.bottom_hash_like = 0;
+			sub.join_bytes = sub.upper_bytes = 0;
+			walk_join_tree(plan, &sub);
+			foreach(lc, sub.tables)
+				((MccdbTable *) lfirst(lc))->counted = false;
+			w->tables = list_concat(w->tables, sub.tables);
+		}
+		return;
+	}
+
+	switch (nodeTag(plan))
+	{
+		case T_Agg:
+			{
+				Agg		   *agg = (Agg *) plan;
+
+				if (agg->aggstrategy == AGG_HASHED || agg->aggstrategy == AGG_MIXED)
+					estimate_hash_agg(plan, agg->numGroups, agg->transitionSpace, w);
+				break;
+			}
+		case T_SetOp:
+			if (((SetOp *) plan)->strategy == SETOP_HASHED)
+				estimate_hash_agg(plan, ((SetOp *) plan)->numGroups, 0, w);
+			break;
+		case T_Gather:
+			w->parallel_workers = ((Gather *) plan)->num_workers;
+			break;
+		case T_GatherMerge:
+			w->parallel_workers = ((GatherMerge *) plan)->num_workers;
+			break;
+		case T_Append:
+			foreach(lc, ((Append *) plan)->appendplans)
+				walk_plan(lfirst(lc), w);
+			return;
+		case T_MergeAppend:
+			foreach(lc, ((MergeAppend *) plan)->mergeplans)
+				walk_plan(lfirst(lc), w);
+			return;
+		case T_SubqueryScan:
+			walk_plan(((SubqueryScan *) plan)->subplan, w);
+			return;
+		case T_CustomScan:
+			foreach(lc, ((CustomScan *) plan)->custom_plans)
+				walk_plan(lfirst(lc), w);
+			break;
+		default:
+			break;
+	}
+	walk_plan(outerPlan(plan), w);
+	walk_plan(innerPlan(plan), w);
+	w->parallel_workers = saved_workers;
+}
+
+void
+mccdb_estimate_locality(PlannedStmt *stmt, MccdbLocality *out)
+{
+	WalkState	w;
+	Size		llc = mccdb_llc_bytes();
+	double		significant = mccdb_strong_limit * (double) llc;
+	ListCell   *lc;
+
+	memset(&w, 0, sizeof(w));
+	w.stmt = stmt;
+	walk_plan(stmt->planTree, &w);
+
+	/* InitPlans and SubPlans: their hash tables count like upper ones. */
+	foreach(lc, stmt->subplans)
+	{
+		WalkState	sub;
+		ListCell   *lc2;
+
+		if (lfirst(lc) == NULL)
+			continue;
+		memset(&sub, 0, sizeof(sub));
+		sub.stmt = stmt;
+		walk_plan((Plan *) lfirst(lc), &sub);
+		foreach(lc2, sub.tables)
+			((MccdbTable *) lfirst(lc2))->counted = false;
+		w.tables = list_concat(w.tables, sub.tables);
+		if (sub.join_bytes + sub.upper_bytes >= significant)
+			w.upper_bytes += sub.join_bytes + sub.upper_bytes;
+	}
+
+	/*
+	 * Aggregation normally builds tiny hash tables (the paper measured about
+	 * 100 kB for SSB) and the join tree decides; a hash table big enough to
+	 * matter (>= the strong limit) joins S.
+	 */
+	if (w.upper_bytes < significant)
+	{
+		foreach(lc, w.tables)
+		{
+			MccdbTable *t = lfirst(lc);
+
+			if (t->kind == MCCDB_HASH_AGG)
+				t->counted = false;
+		}
+		w.upper_bytes = 0;
+	}
+
+	out->llc_bytes = llc;
+	out->tables = w.tables;
+	out->bytes = w.join_bytes + w.upper_bytes;
+	if (w.found_join && w.bottom_hash_like > 0)
+	{
+		out->cls = mccdb_classify_bytes(out->bytes, llc);
+		out->basis = w.bushy ? "hash tables (bushy tree)" : "hash tables";
+	}
+	else if (w.upper_bytes > 0)
+	{
+		out->cls = mccdb_classify_bytes(out->bytes, llc);
+		out->basis = w.found_join ? "index joins, hash aggregation" : "hash aggregation";
+	}
+	else
+	{
+		out->cls = MCCDB_WEAK;
+		out->bytes = 0;
+		if (!w.found_join)
+			out->basis = "no join";
+		else if (w.bottom_merge)
+			out->basis = "merge or index joins";
+		else
+			out->basis = "index nested loop joins";
+	}
+}

@@ -1,0 +1,68 @@
+/*-------------------------------------------------------------------------
+ *
+ * locality.h
+ *		Locality strength of a query plan (section 4 of the MCC-DB paper).
+ *
+ * A pure function of a PlannedStmt and the mccdb GUCs, so the planner hook
+ * and the scheduler can call it on any candidate plan.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MCCDB_LOCALITY_H
+#define MCCDB_LOCALITY_H
+
+#include "nodes/pg_list.h"
+#include "nodes/plannodes.h"
+
+typedef enum MccdbLocalityClass
+{
+	MCCDB_STRONG,
+	MCCDB_MODERATE,
+	MCCDB_WEAK
+} MccdbLocalityClass;
+
+/* The kinds of data structure a plan keeps re-reading. */
+typedef enum MccdbTableKind
+{
+	MCCDB_HASH_JOIN,			/* in-memory hash table of a Hash node */
+	MCCDB_HASH_AGG,				/* hash aggregation or hashed SetOp */
+	MCCDB_RESCANNED_INNER		/* inner of a nested loop without an index */
+} MccdbTableKind;
+
+/* One reused structure of the plan, estimated and (after execution) measured. */
+typedef struct MccdbTable
+{
+	MccdbTableKind kind;
+	int			plan_node_id;	/* the Hash, Agg, SetOp or inner node */
+	char	   *relation;		/* alias of the base relation it holds, or NULL */
+	double		rows;			/* planner's row estimate */
+	int			width;			/* planner's width estimate */
+	int			nbuckets;		/* hash joins: buckets ExecChooseHashTableSize picks */
+	int			nbatch;			/* hash joins: batches ExecChooseHashTableSize picks */
+	double		bytes;			/* estimated peak size in memory */
+	bool		counted;		/* part of the S that decides the class */
+	/* Filled in by mccdb_measure_tables() after execution, else negative. */
+	double		actual_bytes;	/* peak hash table memory (PostgreSQL's own) */
+	double		actual_rows;
+	int			actual_nbatch;
+} MccdbTable;
+
+typedef struct MccdbLocality
+{
+	MccdbLocalityClass cls;
+	double		bytes;			/* S: the sizes that decide the class */
+	Size		llc_bytes;		/* C */
+	const char *basis;			/* why, in a few words (see docs/design.md) */
+	List	   *tables;			/* every MccdbTable found, counted or not */
+} MccdbLocality;
+
+extern void mccdb_estimate_locality(PlannedStmt *stmt, MccdbLocality *out);
+extern MccdbLocalityClass mccdb_classify_bytes(double bytes, Size llc_bytes);
+extern const char *mccdb_locality_class_name(MccdbLocalityClass cls);
+extern char *mccdb_locality_describe(const MccdbLocality *loc);
+extern char *mccdb_format_bytes(double bytes);
+
+/* hash_actual.c: actual peak sizes from an executed plan state tree */
+extern void mccdb_measure_tables(struct PlanState *planstate, MccdbLocality *loc);
+
+#endif							/* MCCDB_LOCALITY_H */

@@ -1,0 +1,226 @@
+/*-------------------------------------------------------------------------
+ *
+ * mccdb.c
+ *		Module load: GUCs and hook installation (the hooks chain to any
+ *		previous ones, as contrib/pg_stat_statements does).
+ *
+ * mccdb must be loaded through shared_preload_libraries: it needs shared
+ * memory and must see every query.  Loaded any other way (CREATE EXTENSION
+ * or a function call without the preload) it installs nothing, and every
+ * SQL function says so with a hint.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "cache_geometry.h"
+#include "commands/extension.h"
+#include "executor/executor.h"
+#include "fmgr.h"
+#include "locality.h"
+#include "mccdb.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+
+PG_MODULE_MAGIC;
+
+/* GUCs */
+int			mccdb_llc_size_kb = 0;
+double		mccdb_strong_limit = 1.0 / 3.0;
+double		mccdb_weak_limit = 3.0;
+bool		mccdb_explain = true;
+int			mccdb_track = MCCDB_TRACK_TOP;
+int			mccdb_recent_max = 256;
+
+bool		mccdb_preloaded = false;
+int			mccdb_exec_nested_level = 0;
+
+static const struct config_enum_entry track_options[] = {
+	{"none", MCCDB_TRACK_NONE, false},
+	{"top", MCCDB_TRACK_TOP, false},
+	{"all", MCCDB_TRACK_ALL, false},
+	{NULL, 0, false}
+};
+
+static ExecutorRun_hook_type prev_ExecutorRun = NULL;
+static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
+static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
+
+void		_PG_init(void);
+
+void
+mccdb_require_preload(void)
+{
+	if (!mccdb_preloaded)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("mccdb must be loaded via shared_preload_libraries"),
+				 errhint("Add mccdb to shared_preload_libraries in postgresql.conf and restart the server.")));
+}
+
+static bool
+track_this_level(void)
+{
+	return mccdb_track == MCCDB_TRACK_ALL ||
+		(mccdb_track == MCCDB_TRACK_TOP && mccdb_exec_nested_level == 0);
+}
+
+/* Nesting depth, to tell top-level statements from those run by functions. */
+static void
+mccdb_ExecutorRun(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
+				  bool execute_once)
+{
+	mccdb_exec_nested_level++;
+	PG_TRY();
+	{
+		if (prev_ExecutorRun)
+			prev_ExecutorRun(queryDesc, direction, count, execute_once);
+		else
+			standard_ExecutorRun(queryDesc, direction, count, execute_once);
+	}
+	PG_FINALLY();
+	{
+		mccdb_exec_nested_level--;
+	}
+	PG_END_TRY();
+}
+
+static void
+mccdb_ExecutorFinish(QueryDesc *queryDesc)
+{
+	mccdb_exec_nested_level++;
+	PG_TRY();
+	{
+		if (prev_ExecutorFinish)
+			prev_ExecutorFinish(queryDesc);
+		else
+			standard_ExecutorFinish(queryDesc);
+	}
+	PG_FINALLY();
+	{
+		mccdb_exec_nested_level--;
+	}
+	PG_END_TRY();
+}
+
+/*
+ * Estimate and measure while the plan state still holds its hash tables,
+ * then show it in EXPLAIN and record it.  A failure here is reported and
+ * swallowed: estimation must never make a query fail.
+ */
+static void
+mccdb_ExecutorEnd(QueryDesc *queryDesc)
+{
+	bool		explain = mccdb_explain_wants(queryDesc);
+	bool		record = !(queryDesc->estate->es_top_eflags & EXEC_FLAG_EXPLAIN_ONLY) &&
+		!creating_extension && track_this_level();
+
+	if (explain || record)
+	{
+		MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
+												  "mccdb locality",
+												  ALLOCSET_SMALL_SIZES);
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		PG_TRY();
+		{
+			MccdbLocality loc;
+
+			mccdb_estimate_locality(queryDesc->plannedstmt, &loc);
+			mccdb_measure_tables(queryDesc->planstate, &loc);
+			if (explain)
+				mccdb_explain_executor_end(queryDesc, &loc);
+			if (record)
+				mccdb_recent_record(queryDesc, &loc);
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(old);
+			edata = CopyErrorData();
+			FlushErrorState();
+			ereport(WARNING,
+					(errmsg("mccdb: locality estimation failed: %s", edata->message)));
+			FreeErrorData(edata);
+		}
+		PG_END_TRY();
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(cxt);
+	}
+
+	if (prev_ExecutorEnd)
+		prev_ExecutorEnd(queryDesc);
+	else
+		standard_ExecutorEnd(queryDesc);
+}
+
+static void
+define_gucs(void)
+{
+	DefineCustomIntVariable("mccdb.llc_size",
+							"Size of the last-level cache (C) the locality classes are measured against.",
+							"0 means the size of the largest cache level of cpu0 in sysfs.",
+							&mccdb_llc_size_kb,
+							0, 0, INT_MAX / 2,
+							PGC_SUSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+	DefineCustomRealVariable("mccdb.strong_limit",
+							 "Hash tables smaller than this fraction of the LLC have strong locality.",
+							 "The MCC-DB paper uses 1/3.",
+							 &mccdb_strong_limit,
+							 1.0 / 3.0, 0.001, 1000.0,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomRealVariable("mccdb.weak_limit",
+							 "Hash tables at least this multiple of the LLC have weak locality.",
+							 "The MCC-DB paper uses 3. Between the two limits locality is moderate.",
+							 &mccdb_weak_limit,
+							 3.0, 0.001, 1000.0,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("mccdb.explain",
+							 "Shows the locality estimate in EXPLAIN output.",
+							 NULL,
+							 &mccdb_explain,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomEnumVariable("mccdb.track",
+							 "Which statements are recorded in mccdb_recent_queries.",
+							 "top: statements issued by clients; all: also those run inside functions; none: nothing.",
+							 &mccdb_track,
+							 MCCDB_TRACK_TOP, track_options,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("mccdb.recent_queries",
+							"Number of queries kept in mccdb_recent_queries.",
+							NULL,
+							&mccdb_recent_max,
+							256, 0, 100000,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	MarkGUCPrefixReserved("mccdb");
+}
+
+void
+_PG_init(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	define_gucs();
+	mccdb_cache_geometry_load();
+	mccdb_recent_install();
+	mccdb_explain_install();
+
+	prev_ExecutorRun = ExecutorRun_hook;
+	ExecutorRun_hook = mccdb_ExecutorRun;
+	prev_ExecutorFinish = ExecutorFinish_hook;
+	ExecutorFinish_hook = mccdb_ExecutorFinish;
+	prev_ExecutorEnd = ExecutorEnd_hook;
+	ExecutorEnd_hook = mccdb_ExecutorEnd;
+
+	mccdb_preloaded = true;
+}

@@ -1,0 +1,50 @@
+/*-------------------------------------------------------------------------
+ *
+ * mccdb.h
+ *		Declarations shared by the files of the mccdb extension.
+ *
+ * mccdb rebuilds MCC-DB (Lee et al., VLDB 2009): it estimates the cache
+ * locality strength of each query plan from its hash table sizes, and (in
+ * later parts) picks plans, co-schedules queries and partitions the LLC.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MCCDB_H
+#define MCCDB_H
+
+#include "executor/execdesc.h"
+
+struct MccdbLocality;
+
+/* GUC variables (mccdb.c) */
+extern int	mccdb_llc_size_kb;
+extern double mccdb_strong_limit;
+extern double mccdb_weak_limit;
+extern bool mccdb_explain;
+extern int	mccdb_track;
+extern int	mccdb_recent_max;
+
+typedef enum
+{
+	MCCDB_TRACK_NONE,
+	MCCDB_TRACK_TOP,
+	MCCDB_TRACK_ALL
+}			MccdbTrackLevel;
+
+/* mccdb.c */
+extern bool mccdb_preloaded;
+extern void mccdb_require_preload(void);
+extern int	mccdb_exec_nested_level;
+
+/* explain.c */
+extern void mccdb_explain_install(void);
+extern bool mccdb_explain_wants(QueryDesc *queryDesc);
+extern void mccdb_explain_executor_end(QueryDesc *queryDesc,
+									   struct MccdbLocality *loc);
+
+/* recent.c */
+extern void mccdb_recent_install(void);
+extern void mccdb_recent_record(QueryDesc *queryDesc,
+								struct MccdbLocality *loc);
+
+#endif							/* MCCDB_H */

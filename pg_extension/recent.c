@@ -1,0 +1,321 @@
+/*-------------------------------------------------------------------------
+ *
+ * recent.c
+ *		A shared-memory ring of recently executed queries with their
+ *		estimated locality and, per hash table, the estimated beside the
+ *		actual peak size: the views mccdb_recent_queries and
+ *		mccdb_recent_tables.
+ *
+ * Entries are written whole under one LWLock at ExecutorEnd, so an ERROR or
+ * FATAL elsewhere can never leave a half-written or leaked entry.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "funcapi.h"
+#include "locality.h"
+#include "mb/pg_wchar.h"
+#include "mccdb.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#define RECENT_QUERY_TEXT_LEN 1024
+#define RECENT_MAX_TABLES 16
+
+typedef struct RecentTable
+{
+	int32		kind;
+	int32		plan_node_id;
+	char		relation[NAMEDATALEN];
+	bool		counted;
+	double		rows;
+	double		bytes;
+	double		actual_rows;
+	double		actual_bytes;
+} RecentTable;
+
+typedef struct RecentQuery
+{
+	int64		seq;			/* 0 = empty slot */
+	int32		pid;
+	TimestampTz finished;
+	uint64		queryid;
+	int32		cls;
+	double		bytes;
+	int64		llc_bytes;
+	char		basis[48];
+	char		query[RECENT_QUERY_TEXT_LEN];
+	int32		ntables;		/* may exceed RECENT_MAX_TABLES */
+	RecentTable tables[RECENT_MAX_TABLES];
+} RecentQuery;
+
+typedef struct RecentShared
+{
+	LWLock	   *lock;
+	int64		next_seq;		/* seq of the next entry, from 1 */
+	int			size;			/* slots */
+	RecentQuery entries[FLEXIBLE_ARRAY_MEMBER];
+} RecentShared;
+
+static RecentShared *recent = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static Size
+recent_shmem_size(void)
+{
+	return add_size(offsetof(RecentShared, entries),
+					mul_size(Max(mccdb_recent_max, 1), sizeof(RecentQuery)));
+}
+
+static void
+recent_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(recent_shmem_size());
+	RequestNamedLWLockTranche("mccdb_recent", 1);
+}
+
+static void
+recent_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	recent = ShmemInitStruct("mccdb recent queries", recent_shmem_size(), &found);
+	if (!found)
+	{
+		memset(recent, 0, recent_shmem_size());
+		recent->lock = &(GetNamedLWLockTranche("mccdb_recent"))->lock;
+		recent->next_seq = 1;
+		recent->size = Max(mccdb_recent_max, 1);
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+mccdb_recent_install(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = recent_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = recent_shmem_startup;
+}
+
+void
+mccdb_recent_record(QueryDesc *queryDesc, MccdbLocality *loc)
+{
+	RecentQuery *e;
+	ListCell   *lc;
+	int			i = 0;
+
+	if (recent == NULL || mccdb_recent_max == 0)
+		return;
+
+	LWLockAcquire(recent->lock, LW_EXCLUSIVE);
+	e = &recent->entries[(recent->next_seq - 1) % recent->size];
+	memset(e, 0, sizeof(*e));
+	e->seq = recent->next_seq++;
+	e->pid = MyProcPid;
+	e->finished = GetCurrentTimestamp();
+	e->queryid = queryDesc->plannedstmt->queryId;
+	e->cls = loc->cls;
+	e->bytes = loc->bytes;
+	e->llc_bytes = (int64) loc->llc_bytes;
+	strlcpy(e->basis, loc->basis, sizeof(e->basis));
+	if (queryDesc->sourceText)
+	{
+		/* this statement only, when the string holds several */
+		const char *text = queryDesc->sourceText;
+		int			loc = queryDesc->plannedstmt->stmt_location;
+		int			len = strlen(text);
+
+		if (loc >= 0 && loc < len)
+		{
+			text += loc;
+			len -= loc;
+			if (queryDesc->plannedstmt->stmt_len > 0)
+				len = Min(len, queryDesc->plannedstmt->stmt_len);
+		}
+		len = pg_mbcliplen(text, len, RECENT_QUERY_TEXT_LEN - 1);
+		memcpy(e->query, text, len);
+		e->query[len] = '\0';
+	}
+	e->ntables = list_length(loc->tables);
+	foreach(lc, loc->tables)
+	{
+		MccdbTable *t = lfirst(lc);
+		RecentTable *r;
+
+		if (i >= RECENT_MAX_TABLES)
+			break;
+		r = &e->tables[i++];
+		r->kind = t->kind;
+		r->plan_node_id = t->plan_node_id;
+		if (t->relation)
+			strlcpy(r->relation, t->relation, sizeof(r->relation));
+		r->counted = t->counted;
+		r->rows = t->rows;
+		r->bytes = t->bytes;
+		r->actual_rows = t->actual_rows;
+		r->actual_bytes = t->actual_bytes;
+	}
+	LWLockRelease(recent->lock);
+}
+
+/* Copy the ring out under a shared lock, oldest first. */
+static RecentQuery *
+recent_snapshot(int *n)
+{
+	RecentQuery *copy;
+	int64		first,
+				seq;
+	int			k = 0;
+
+	mccdb_require_preload();
+	if (recent == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("mccdb shared memory is not initialized")));
+
+	copy = palloc(sizeof(RecentQuery) * recent->size);
+	LWLockAcquire(recent->lock, LW_SHARED);
+	first = Max(1, recent->next_seq - recent->size);
+	for (seq = first; seq < recent->next_seq; seq++)
+	{
+		RecentQuery *e = &recent->entries[(seq - 1) % recent->size];
+
+		if (e->seq == seq)
+			copy[k++] = *e;
+	}
+	LWLockRelease(recent->lock);
+	*n = k;
+	return copy;
+}
+
+static const char *
+kind_name(int kind)
+{
+	switch (kind)
+	{
+		case MCCDB_HASH_JOIN:
+			return "hash join";
+		case MCCDB_HASH_AGG:
+			return "hash aggregate";
+		case MCCDB_RESCANNED_INNER:
+			return "rescanned inner";
+	}
+	return "unknown";
+}
+
+PG_FUNCTION_INFO_V1(mccdb_recent_queries);
+PG_FUNCTION_INFO_V1(mccdb_recent_tables);
+PG_FUNCTION_INFO_V1(mccdb_recent_reset);
+
+Datum
+mccdb_recent_queries(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	RecentQuery *rows;
+	int			n,
+				i;
+
+	InitMaterializedSRF(fcinfo, 0);
+	rows = recent_snapshot(&n);
+	for (i = 0; i < n; i++)
+	{
+		RecentQuery *e = &rows[i];
+		Datum		values[11];
+		bool		nulls[11] = {0};
+		double		actual = 0;
+		bool		have_actual = false;
+		int			j;
+
+		for (j = 0; j < Min(e->ntables, RECENT_MAX_TABLES); j++)
+			if (e->tables[j].counted && e->tables[j].actual_bytes >= 0)
+			{
+				actual += e->tables[j].actual_bytes;
+				have_actual = true;
+			}
+
+		values[0] = Int64GetDatum(e->seq);
+		values[1] = Int32GetDatum(e->pid);
+		values[2] = TimestampTzGetDatum(e->finished);
+		values[3] = Int64GetDatum((int64) e->queryid);
+		nulls[3] = (e->queryid == 0);
+		values[4] = CStringGetTextDatum(mccdb_locality_class_name(e->cls));
+		values[5] = CStringGetTextDatum(e->basis);
+		values[6] = Int64GetDatum((int64) e->bytes);
+		values[7] = Int64GetDatum((int64) actual);
+		nulls[7] = !have_actual;
+		values[8] = Int64GetDatum(e->llc_bytes);
+		values[9] = Int32GetDatum(e->ntables);
+		values[10] = CStringGetTextDatum(e->query);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+Datum
+mccdb_recent_tables(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	RecentQuery *rows;
+	int			n,
+				i,
+				j;
+
+	InitMaterializedSRF(fcinfo, 0);
+	rows = recent_snapshot(&n);
+	for (i = 0; i < n; i++)
+	{
+		RecentQuery *e = &rows[i];
+
+		for (j = 0; j < Min(e->ntables, RECENT_MAX_TABLES); j++)
+		{
+			RecentTable *t = &e->tables[j];
+			Datum		values[9];
+			bool		nulls[9] = {0};
+
+			values[0] = Int64GetDatum(e->seq);
+			values[1] = Int32GetDatum(t->plan_node_id);
+			values[2] = CStringGetTextDatum(kind_name(t->kind));
+			values[3] = CStringGetTextDatum(t->relation);
+			nulls[3] = (t->relation[0] == '\0');
+			values[4] = BoolGetDatum(t->counted);
+			values[5] = Float8GetDatum(t->rows);
+			values[6] = Int64GetDatum((int64) t->bytes);
+			values[7] = Float8GetDatum(t->actual_rows);
+			nulls[7] = (t->actual_rows < 0);
+			values[8] = Int64GetDatum((int64) t->actual_bytes);
+			nulls[8] = (t->actual_bytes < 0);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+	return (Datum) 0;
+}
+
+Datum
+mccdb_recent_reset(PG_FUNCTION_ARGS)
+{
+	int			i;
+
+	mccdb_require_preload();
+	if (recent == NULL)
+		PG_RETURN_VOID();
+	LWLockAcquire(recent->lock, LW_EXCLUSIVE);
+	for (i = 0; i < recent->size; i++)
+		recent->entries[i].seq = 0;
+	LWLockRelease(recent->lock);
+	PG_RETURN_VOID();
+}

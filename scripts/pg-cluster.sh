@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Project-local PostgreSQL 15 clusters for tests, demo and benchmarks.
+#
+#   pg-cluster.sh install                 copy the server to var/pg and install mccdb there
+#   pg-cluster.sh start NAME [options]    initdb if needed, (re)write config, start
+#       --port N          port (default: MCCDB_PORT or 54321)
+#       --no-preload      do not put mccdb in shared_preload_libraries
+#       --set 'k = v'     extra postgresql.conf line (repeatable)
+#   pg-cluster.sh stop NAME               stop (no error if not running)
+#   pg-cluster.sh destroy NAME            stop and delete the data directory
+#   pg-cluster.sh env NAME                print PGHOST/PGPORT/PGUSER/PGDATABASE exports
+#   pg-cluster.sh psql NAME [psql args]   run psql against the cluster
+#
+# Clusters live in var/clusters/NAME, listen only on a Unix socket in
+# var/run/NAME, and never touch a system cluster. As root, they run as the
+# unprivileged user "mccdb" (PostgreSQL refuses to run as root).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+
+cluster_dir() { echo "$MCCDB_VAR/clusters/$1"; }
+socket_dir() { echo "$MCCDB_VAR/run/$1"; }
+port_file() { echo "$(cluster_dir "$1")/port"; }
+
+# The relocated server finds share/ and lib/ relative to its binary, so a
+# copy of /usr/lib/postgresql/15 and /usr/share/postgresql/15 under var/pg
+# is a complete installation we may install the extension into without root.
+install_local() {
+	ensure_cluster_user
+	[ -x "$PG_SYS_BINDIR/postgres" ] || die "PostgreSQL $PG_MAJOR is not installed (run scripts/install-deps.sh)"
+	local stamp=$PG_LOCAL/.source-versions want
+	want=$(dpkg-query -W -f='${Package}=${Version}\n' postgresql-$PG_MAJOR \
+		postgresql-$PG_MAJOR-pgtap 2>/dev/null)
+	if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+		say "copying PostgreSQL $PG_MAJOR to $PG_LOCAL"
+		rm -rf "$PG_LOCAL"
+		mkdir -p "$PG_LOCAL/usr/lib/postgresql" "$PG_LOCAL/usr/share/postgresql"
+		cp -a "/usr/lib/postgresql/$PG_MAJOR" "$PG_LOCAL/usr/lib/postgresql/"
+		cp -a "/usr/share/postgresql/$PG_MAJOR" "$PG_LOCAL/usr/share/postgresql/"
+		echo "$want" >"$stamp"
+	fi
+	say "building and installing mccdb into $PG_LOCAL"
+	make -s -C "$MCCDB_ROOT/pg_extension" PG_CONFIG="$PG_SYS_BINDIR/pg_config" with_llvm=no >/dev/null
+	make -s -C "$MCCDB_ROOT/pg_extension" PG_CONFIG="$PG_SYS_BINDIR/pg_config" with_llvm=no \
+		install DESTDIR="$PG_LOCAL" >/dev/null
+}
+
+is_running() {
+	as_cluster_user "$PG_BINDIR/pg_ctl" -D "$(cluster_dir "$1")/data" status >/dev/null 2>&1
+}
+
+start() {
+	local name=$1 port=${MCCDB_PORT:-54321} preload=1
+	shift
+	local extra=()
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--port) port=$2; shift 2 ;;
+		--no-preload) preload=0; shift ;;
+		--set) extra+=("$2"); shift 2 ;;
+		*) die "start: unknown option $1" ;;
+		esac
+	done
+	[ -x "$PG_BINDIR/postgres" ] || install_local
+	ensure_cluster_user
+	local dir sock
+	dir=$(cluster_dir "$name")
+	sock=$(socket_dir "$name")
+	# Unix socket paths are limited to 107 bytes.
+	[ ${#sock} -lt 90 ] || die "socket path too long: $sock (set MCCDB_VAR to a shorter path)"
+	mkdir -p "$dir" "$sock"
+	if is_root; then chown "$(cluster_user)" "$dir" "$sock"; fi
+	if is_running "$name"; then
+		as_cluster_user "$PG_BINDIR/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
+	fi
+	if [ ! -f "$dir/data/PG_VERSION" ]; then
+		say "initdb $dir/data"
+		as_cluster_user "$PG_BINDIR/initdb" -D "$dir/data" -U postgres \
+			--auth=trust --encoding=UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
+			{ cat "$dir/initdb.log" >&2; die "initdb failed"; }
+	fi
+	{
+		echo "# written by scripts/pg-cluster.sh; edits are overwritten"
+		echo "listen_addresses = ''"
+		echo "port = $port"
+		echo "unix_socket_directories = '$sock'"
+		echo "unix_socket_permissions = 0777"
+		echo "logging_collector = off"
+		echo "max_connections = 50"
+		[ "$preload" = 1 ] && echo "shared_preload_libraries = 'mccdb'"
+		for line in "${extra[@]+"${extra[@]}"}"; do echo "$line"; done
+	} | as_cluster_user tee "$dir/data/mccdb.conf" >/dev/null
+	grep -q "^include_if_exists = 'mccdb.conf'" "$dir/data/postgresql.conf" ||
+		echo "include_if_exists = 'mccdb.conf'" |
+		as_cluster_user tee -a "$dir/data/postgresql.conf" >/dev/null
+	echo "$port" >"$(port_file "$name")"
+	say "starting cluster $name on port $port"
+	as_cluster_user "$PG_BINDIR/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null ||
+		{ tail -n 30 "$dir/server.log" >&2; die "cluster $name did not start"; }
+}
+
+stop() {
+	local dir
+	dir=$(cluster_dir "$1")
+	[ -f "$dir/data/PG_VERSION" ] || return 0
+	if is_running "$1"; then
+		say "stopping cluster $1"
+		as_cluster_user "$PG_BINDIR/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
+	fi
+}
+
+print_env() {
+	local port
+	port=$(cat "$(port_file "$1")" 2>/dev/null) || die "cluster $1 was never started"
+	echo "export PGHOST='$(socket_dir "$1")' PGPORT=$port PGUSER=postgres PGDATABASE=postgres"
+}
+
+cmd=${1:-}
+[ -n "$cmd" ] || usage 1
+shift
+case $cmd in
+install) install_local ;;
+start) [ $# -ge 1 ] || usage 1; start "$@" ;;
+stop) [ $# -eq 1 ] || usage 1; stop "$1" ;;
+destroy) [ $# -eq 1 ] || usage 1; stop "$1"; rm -rf "$(cluster_dir "$1")" ;;
+env) [ $# -eq 1 ] || usage 1; print_env "$1" ;;
+psql)
+	[ $# -ge 1 ] || usage 1
+	name=$1; shift
+	eval "$(print_env "$name")"
+	exec "$PG_BINDIR/psql" -X "$@"
+	;;
+-h | --help) usage 0 ;;
+*) usage 1 ;;
+esac
