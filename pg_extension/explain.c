@@ -152,6 +152,11 @@ explain_structured(const MccdbLocality *loc, ExplainState *es)
 	ExplainPropertyText("Basis", loc->basis, es);
 	ExplainPropertyInteger("Hash Table Bytes", NULL, (int64) loc->bytes, es);
 	ExplainPropertyInteger("LLC Bytes", NULL, (int64) loc->llc_bytes, es);
+	if (loc->tables == NIL)
+	{
+		ExplainCloseGroup("MCC-DB", "MCC-DB", true, es);
+		return;
+	}
 	ExplainOpenGroup("Tables", "Tables", false, es);
 	foreach(lc, loc->tables)
 	{

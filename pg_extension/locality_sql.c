@@ -32,6 +32,21 @@ mccdb_check_preload(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/* Point syntax error positions into the query text, as SPI does. */
+static void
+query_text_error_callback(void *arg)
+{
+	int			pos = geterrposition();
+
+	if (pos > 0)
+	{
+		errposition(0);
+		internalerrposition(pos);
+		internalerrquery((const char *) arg);
+	}
+	errcontext("query text passed to a mccdb function");
+}
+
 /*
  * Plan one statement as EXPLAIN would, with the caller's privileges checked
  * as EXPLAIN checks them (row estimates are not for everyone's eyes).
@@ -39,10 +54,18 @@ mccdb_check_preload(PG_FUNCTION_ARGS)
 static PlannedStmt *
 plan_query_text(const char *sql)
 {
-	List	   *raw = pg_parse_query(sql);
+	ErrorContextCallback errcb;
+	List	   *raw;
 	List	   *queries;
 	Query	   *query;
 	PlannedStmt *stmt;
+
+	errcb.callback = query_text_error_callback;
+	errcb.arg = unconstify(char *, sql);
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+
+	raw = pg_parse_query(sql);
 
 	if (list_length(raw) != 1)
 		ereport(ERROR,
@@ -64,6 +87,8 @@ plan_query_text(const char *sql)
 				 errhint("Pass a SELECT, INSERT, UPDATE, DELETE or MERGE statement.")));
 	stmt = pg_plan_query(query, sql, CURSOR_OPT_PARALLEL_OK, NULL);
 	ExecCheckRTPerms(stmt->rtable, true);
+
+	error_context_stack = errcb.previous;
 	return stmt;
 }
 

@@ -115,4 +115,5 @@ COMMENT ON VIEW mccdb_recent_tables IS
 REVOKE ALL ON FUNCTION mccdb_recent_queries() FROM PUBLIC;
 REVOKE ALL ON FUNCTION mccdb_recent_tables() FROM PUBLIC;
 REVOKE ALL ON FUNCTION mccdb_recent_reset() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mccdb_recent_queries(), mccdb_recent_tables() TO pg_read_all_stats;
 GRANT SELECT ON mccdb_recent_queries, mccdb_recent_tables TO pg_read_all_stats;

@@ -20,6 +20,7 @@
 #include "locality.h"
 #include "mccdb.h"
 #include "miscadmin.h"
+#include "tcop/utility.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
@@ -46,6 +47,7 @@ static const struct config_enum_entry track_options[] = {
 static ExecutorRun_hook_type prev_ExecutorRun = NULL;
 static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
 static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 void		_PG_init(void);
 
@@ -100,6 +102,39 @@ mccdb_ExecutorFinish(QueryDesc *queryDesc)
 	PG_FINALLY();
 	{
 		mccdb_exec_nested_level--;
+	}
+	PG_END_TRY();
+}
+
+/*
+ * DO blocks and CALL run statements on the user's behalf, like functions:
+ * those count as nested.  Other utilities that run a query (EXPLAIN
+ * ANALYZE, CREATE TABLE AS, EXECUTE, COPY) leave it at the top level.
+ */
+static void
+mccdb_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
+					 bool readOnlyTree, ProcessUtilityContext context,
+					 ParamListInfo params, QueryEnvironment *queryEnv,
+					 DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt = pstmt->utilityStmt;
+	bool		nests = IsA(stmt, DoStmt) || IsA(stmt, CallStmt);
+
+	if (nests)
+		mccdb_exec_nested_level++;
+	PG_TRY();
+	{
+		if (prev_ProcessUtility)
+			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+									params, queryEnv, dest, qc);
+	}
+	PG_FINALLY();
+	{
+		if (nests)
+			mccdb_exec_nested_level--;
 	}
 	PG_END_TRY();
 }
@@ -221,6 +256,8 @@ _PG_init(void)
 	ExecutorFinish_hook = mccdb_ExecutorFinish;
 	prev_ExecutorEnd = ExecutorEnd_hook;
 	ExecutorEnd_hook = mccdb_ExecutorEnd;
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = mccdb_ProcessUtility;
 
 	mccdb_preloaded = true;
 }

@@ -1,0 +1,36 @@
+# mccdb: two commands do everything on a fresh Debian 12 machine.
+#   make demo   start a local server with mccdb, load a small SSB database,
+#               show the locality class of the SSB and PLQ queries
+#   make test   every test: extension (pg_regress + pgTAP), data generator,
+#               kernel patch (booted under QEMU)
+# Both install what they need themselves and are idempotent.
+
+.PHONY: all deps extension demo test test-extension test-kernel clean
+
+all: extension
+
+deps:
+	scripts/install-deps.sh
+
+extension: deps
+	scripts/pg-cluster.sh install
+
+demo: deps
+	scripts/demo.sh
+
+test: deps
+	scripts/run-tests.sh
+
+# One part only.
+test-extension: deps
+	scripts/run-tests.sh extension
+
+test-kernel:
+	$(MAKE) -C kernel-patch test
+
+clean:
+	-scripts/pg-cluster.sh stop test
+	-scripts/pg-cluster.sh stop nopreload
+	-scripts/pg-cluster.sh stop demo
+	$(MAKE) -C pg_extension clean
+	rm -rf var

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Run mccdb's tests against real servers and a really booted kernel.
+#   run-tests.sh [part ...]     parts: extension ssb kernel (default: all)
+# Prints one line per suite and a closing "tests: N passed, N failed" line;
+# exits non-zero when anything failed.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+parts=("$@")
+[ ${#parts[@]} -gt 0 ] || parts=(extension ssb kernel)
+
+TEST_PORT=${MCCDB_TEST_PORT:-54321}
+NOPRELOAD_PORT=${MCCDB_NOPRELOAD_PORT:-54322}
+SSB_SCALE=${MCCDB_TEST_SSB_SCALE:-0.1}
+LOGDIR=$MCCDB_VAR/test-logs
+PG_REGRESS=/usr/lib/postgresql/$PG_MAJOR/lib/pgxs/src/test/regress/pg_regress
+PY=$MCCDB_ROOT/.venv/bin/python
+
+passed=0
+failed=0
+failures=()
+
+# record NAME STATUS: count one test (suite file) and say how it went.
+record() {
+	if [ "$2" -eq 0 ]; then
+		passed=$((passed + 1))
+		printf 'ok     %s\n' "$1"
+	else
+		failed=$((failed + 1))
+		failures+=("$1")
+		printf 'FAILED %s\n' "$1"
+	fi
+}
+
+pg_env() { eval "$("$MCCDB_ROOT/scripts/pg-cluster.sh" env "$1")"; }
+
+psql_q() { "$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
+
+# pg_regress writes results/ beside the tests; as root it runs as root,
+# which is fine: only the server must not.
+run_pg_regress() {
+	local name=$1 schedule=$2 cluster=$3
+	pg_env "$cluster"
+	(cd "$MCCDB_ROOT/pg_extension" &&
+		"$PG_REGRESS" --bindir="$PG_BINDIR" \
+			--host="$PGHOST" --port="$PGPORT" --user=postgres \
+			--inputdir=. --dbname="mccdb_regress_$cluster" \
+			--schedule="$schedule") >"$LOGDIR/$name.log" 2>&1
+	local rc=$?
+	[ $rc -eq 0 ] || { cat "$LOGDIR/$name.log"; cat "$MCCDB_ROOT/pg_extension/regression.diffs" 2>/dev/null | head -100; }
+	record "$name" $rc
+}
+
+# Each pgTAP file is one test; pg_prove runs it in a fresh database.
+run_pgtap_dir() {
+	local dir=$1 db=$2 f
+	pg_env test
+	for f in "$dir"/*.sql; do
+		[ -e "$f" ] || continue
+		pg_prove --ext .sql -d "$db" -h "$PGHOST" -p "$PGPORT" -U postgres \
+			"$f" >"$LOGDIR/$(basename "$f").log" 2>&1
+		local rc=$?
+		[ $rc -eq 0 ] || cat "$LOGDIR/$(basename "$f").log"
+		record "pgtap $(basename "$dir")/$(basename "$f")" $rc
+	done
+}
+
+ensure_db() {
+	psql_q -d postgres -tAc "select 1 from pg_database where datname = '$1'" | grep -q 1 ||
+		psql_q -d postgres -c "create database $1"
+}
+
+ssb_generate() {
+	"$PY" "$MCCDB_ROOT/benchmarks/ssb/ssb_generate.py" "$@"
+}
+
+start_test_cluster() {
+	"$MCCDB_ROOT/scripts/pg-cluster.sh" install || exit 1
+	"$MCCDB_ROOT/scripts/pg-cluster.sh" start test --port "$TEST_PORT" \
+		--set "shared_buffers = 256MB" --set "work_mem = 64MB" \
+		--set "max_parallel_workers_per_gather = 0" || exit 1
+	pg_env test
+	# The SSB database the extension's accuracy tests run on.
+	ensure_db ssb
+	if ! PGDATABASE=ssb ssb_generate --scale "$SSB_SCALE" --check-only >/dev/null 2>&1; then
+		PGDATABASE=ssb ssb_generate --scale "$SSB_SCALE" ||
+			{ record "ssb load at SF $SSB_SCALE" 1; return 1; }
+	fi
+	psql_q -d ssb -c "create extension if not exists mccdb" -c "create extension if not exists pgtap"
+}
+
+test_extension() {
+	run_pg_regress "pg_regress extension" regress_schedule test
+	"$MCCDB_ROOT/scripts/pg-cluster.sh" start nopreload --port "$NOPRELOAD_PORT" --no-preload || exit 1
+	run_pg_regress "pg_regress without preload" nopreload_schedule nopreload
+	"$MCCDB_ROOT/scripts/pg-cluster.sh" stop nopreload
+	pg_env test
+	ensure_db mccdb_tap
+	psql_q -d mccdb_tap -c "create extension if not exists mccdb" -c "create extension if not exists pgtap"
+	run_pgtap_dir "$MCCDB_ROOT/pg_extension/test" mccdb_tap
+	run_pgtap_dir "$MCCDB_ROOT/pg_extension/test/ssb" ssb
+}
+
+test_ssb() {
+	pg_env test
+	"$PY" -m pytest -q "$MCCDB_ROOT/benchmarks" >"$LOGDIR/pytest.log" 2>&1
+	local rc=$?
+	[ $rc -eq 0 ] || cat "$LOGDIR/pytest.log"
+	record "pytest benchmarks" $rc
+	[ -d "$MCCDB_ROOT/benchmarks/ssb/test" ] && run_pgtap_dir "$MCCDB_ROOT/benchmarks/ssb/test" ssb
+}
+
+test_kernel() {
+	make -C "$MCCDB_ROOT/kernel-patch" test >"$LOGDIR/kernel.log" 2>&1
+	local rc=$?
+	tail -n 40 "$LOGDIR/kernel.log"
+	record "kernel patch booted under QEMU" $rc
+}
+
+mkdir -p "$LOGDIR"
+need_pg=0
+for p in "${parts[@]}"; do
+	case $p in extension | ssb) need_pg=1 ;; kernel) ;; *) die "unknown part: $p" ;; esac
+done
+if [ $need_pg = 1 ]; then
+	start_test_cluster
+	trap '"$MCCDB_ROOT/scripts/pg-cluster.sh" stop test; "$MCCDB_ROOT/scripts/pg-cluster.sh" stop nopreload' EXIT
+fi
+for p in "${parts[@]}"; do
+	say "testing: $p"
+	"test_$p"
+done
+
+if [ ${#failures[@]} -gt 0 ]; then
+	echo "failed: ${failures[*]}"
+fi
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
