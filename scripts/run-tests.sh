@@ -82,11 +82,24 @@ start_test_cluster() {
 	pg_env test
 	# The SSB database the extension's accuracy tests run on.
 	ensure_db ssb
-	if ! PGDATABASE=ssb ssb_generate --scale "$SSB_SCALE" --check-only >/dev/null 2>&1; then
+	if ! PGDATABASE=ssb ssb_generate --scale "$SSB_SCALE" --check >/dev/null 2>&1; then
 		PGDATABASE=ssb ssb_generate --scale "$SSB_SCALE" ||
 			{ record "ssb load at SF $SSB_SCALE" 1; return 1; }
 	fi
 	psql_q -d ssb -c "create extension if not exists mccdb" -c "create extension if not exists pgtap"
+	load_test_queries ssb "$MCCDB_ROOT"/benchmarks/ssb/queries/*.sql
+}
+
+# The pgTAP tests run the SSB queries from a table: load the query files.
+load_test_queries() {
+	local db=$1 f
+	shift
+	psql_q -d "$db" -c "create table if not exists mccdb_test_queries (name text primary key, sql text not null)" \
+		-c "truncate mccdb_test_queries"
+	for f in "$@"; do
+		printf '%s\n' "insert into mccdb_test_queries values (:'name', :'sql');" |
+			psql_q -d "$db" -v name="$(basename "$f" .sql)" -v sql="$(cat "$f")"
+	done
 }
 
 test_extension() {

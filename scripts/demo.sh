@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# make demo: start a project-local server with mccdb, load SSB, and show the
+# locality class mccdb estimates for the 13 SSB queries and PLQ_1..PLQ_25.
+#   MCCDB_DEMO_SCALE  SSB scale factor (default 1)
+#   MCCDB_DEMO_PORT   port (default 54323)
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+SCALE=${MCCDB_DEMO_SCALE:-1}
+PORT=${MCCDB_DEMO_PORT:-54323}
+PY=$MCCDB_ROOT/.venv/bin/python
+
+"$MCCDB_ROOT/scripts/pg-cluster.sh" install
+"$MCCDB_ROOT/scripts/pg-cluster.sh" start demo --port "$PORT" \
+	--set "shared_buffers = 1GB" --set "work_mem = 64MB" \
+	--set "max_parallel_workers_per_gather = 0"
+trap '"$MCCDB_ROOT/scripts/pg-cluster.sh" stop demo' EXIT
+eval "$("$MCCDB_ROOT/scripts/pg-cluster.sh" env demo)"
+
+export PGDATABASE=ssb
+"$PG_BINDIR/psql" -X -q -d postgres -tAc "select 1 from pg_database where datname = 'ssb'" | grep -q 1 ||
+	"$PG_BINDIR/psql" -X -q -d postgres -c "create database ssb"
+if "$PY" "$MCCDB_ROOT/benchmarks/ssb/ssb_generate.py" --check --scale "$SCALE" >/dev/null 2>&1; then
+	say "SSB at scale $SCALE is already loaded"
+else
+	say "loading SSB at scale $SCALE"
+	"$PY" "$MCCDB_ROOT/benchmarks/ssb/ssb_generate.py" --scale "$SCALE"
+fi
+"$PG_BINDIR/psql" -X -q -c "create extension if not exists mccdb"
+"$PG_BINDIR/psql" -X -c "select level, size_bytes, ways, shared_cpu_list, source, llc_bytes, page_colors from mccdb_cache_geometry()"
+
+"$PY" "$MCCDB_ROOT/scripts/show_locality.py" "$MCCDB_ROOT"/benchmarks/ssb/queries/q*.sql
+plq=("$MCCDB_ROOT"/benchmarks/plq/plq_*.sql)
+if [ -e "${plq[0]}" ]; then
+	"$PY" "$MCCDB_ROOT/scripts/show_locality.py" --force hash "${plq[@]}"
+	"$PY" "$MCCDB_ROOT/scripts/show_locality.py" --force index "${plq[@]}"
+fi
+echo
+echo "EXPLAIN shows the same, e.g. for SSB Q2.1:"
+"$PG_BINDIR/psql" -X -c "explain (costs off) $(cat "$MCCDB_ROOT/benchmarks/ssb/queries/q2.1.sql" | sed 's/;\s*$//')"
