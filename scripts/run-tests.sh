@@ -131,6 +131,7 @@ test_kernel() {
 }
 
 mkdir -p "$LOGDIR"
+"$MCCDB_ROOT/scripts/install-deps.sh" || exit 1
 need_pg=0
 for p in "${parts[@]}"; do
 	case $p in extension | ssb) need_pg=1 ;; kernel) ;; *) die "unknown part: $p" ;; esac
