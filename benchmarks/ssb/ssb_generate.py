@@ -105,7 +105,8 @@ def parse_scale(text: str) -> Decimal:
     if not sf.is_finite() or sf < MIN_SCALE or sf > MAX_SCALE:
         raise argparse.ArgumentTypeError(
             f"scale factor {text!r} is out of range [{MIN_SCALE}, {MAX_SCALE}]")
-    return sf.normalize() if sf == sf.to_integral_value() else sf
+    # Integral scales print as 10, not 1E+1; others keep their digits (0.01).
+    return Decimal(int(sf)) if sf == sf.to_integral_value() else sf.normalize()
 
 
 def _floor(x: Decimal) -> int:
@@ -146,14 +147,16 @@ def part_rows(sf: Decimal) -> int:
     return max(MIN_PARTS, _floor(200_000 * sf))
 
 
-def cardinalities(sf: Decimal) -> Cardinalities:
+def cardinalities(sf: Decimal, part_override: int | None = None) -> Cardinalities:
+    """Row counts for scale factor sf; part_override replaces the part
+    formula (--part-rows, a deliberate departure from the spec)."""
     sf = Decimal(sf)
     return Cardinalities(
         scale=sf,
         date=DATE_ROWS,
         customer=_floor(30_000 * sf),
         supplier=_floor(2_000 * sf),
-        part=part_rows(sf),
+        part=part_override if part_override else part_rows(sf),
         orders=_floor(1_500_000 * sf),
     )
 
@@ -288,6 +291,7 @@ CREATE TABLE ssb_load_info (
     seed               bigint      NOT NULL,
     generator          text        NOT NULL,
     cardinalities      jsonb       NOT NULL,
+    part_rows_override integer,
     load_seconds       numeric,
     loaded_at          timestamptz NOT NULL DEFAULT now()
 );
@@ -588,11 +592,11 @@ def _run_parallel(dsn: str, statements: list[str], jobs: int, prog: Progress,
             prog.say(f"{what}: {short} ... {secs:.1f} s")
 
 
-def load(dsn: str, sf: Decimal, seed: int, jobs: int = 1,
+def load(dsn: str, sf: Decimal, seed: int, jobs: int = 1, part_override: int | None = None,
          chunk_orders: int = DEFAULT_CHUNK_ORDERS, foreign_keys: bool = True,
          progress: str = "auto") -> float:
     prog = Progress(progress)
-    card = cardinalities(sf)
+    card = cardinalities(sf, part_override)
     b = SqlBuilder(card, seed)
     t0 = time.monotonic()
     prog.say(f"SSB scale {sf}, seed {seed}: customer {card.customer:,}, "
@@ -681,9 +685,10 @@ def load(dsn: str, sf: Decimal, seed: int, jobs: int = 1,
     with connect(dsn) as conn:
         from psycopg.types.json import Jsonb
         conn.execute("INSERT INTO ssb_load_info (scale, seed, generator, "
-                     "cardinalities, load_seconds) VALUES (%s, %s, %s, %s, %s)",
+                     "cardinalities, part_rows_override, load_seconds) "
+                     "VALUES (%s, %s, %s, %s, %s, %s)",
                      (sf, seed, GENERATOR_VERSION, Jsonb(card.as_dict()),
-                      round(secs, 1)))
+                      part_override, round(secs, 1)))
         conn.commit()
     prog.say(f"loaded in {secs:.1f} s")
     return secs
@@ -699,17 +704,17 @@ def check(dsn: str, sf: Decimal | None = None, seed: int | None = None,
                    if conn.execute("SELECT to_regclass(%s)", (t,)).fetchone()[0] is None]
         if missing:
             return [f"missing table(s): {', '.join(missing)} (load with --scale first)"]
-        info = conn.execute("SELECT scale, seed FROM ssb_load_info "
+        info = conn.execute("SELECT scale, seed, part_rows_override FROM ssb_load_info "
                             "ORDER BY loaded_at DESC LIMIT 1").fetchone()
         if info is None:
             return ["ssb_load_info is empty: the last load did not finish"]
-        loaded_sf, loaded_seed = Decimal(info[0]), int(info[1])
+        loaded_sf, loaded_seed, part_override = Decimal(info[0]), int(info[1]), info[2]
         if sf is not None and Decimal(sf) != loaded_sf:
             problems.append(f"database holds scale {loaded_sf}, not {sf}")
         if seed is not None and int(seed) != loaded_seed:
             problems.append(f"database was loaded with seed {loaded_seed}, not {seed}")
         sf = loaded_sf if sf is None else Decimal(sf)
-        card = cardinalities(sf)
+        card = cardinalities(sf, part_override)
         b = SqlBuilder(card, loaded_seed)
         counts = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
                   for t in ["date", "customer", "supplier", "part"]}
@@ -729,7 +734,8 @@ def check(dsn: str, sf: Decimal | None = None, seed: int | None = None,
          counts["customer"] == card.customer)
     line("supplier", counts["supplier"], f"{card.supplier:,} (2,000 x SF)",
          counts["supplier"] == card.supplier)
-    part_rule = ("200,000 x floor(1 + log2 SF)" if sf >= 1
+    part_rule = ("--part-rows override" if part_override
+                 else "200,000 x floor(1 + log2 SF)" if sf >= 1
                  else f"max({MIN_PARTS:,}, 200,000 x SF)")
     line("part", counts["part"], f"{card.part:,} ({part_rule})",
          counts["part"] == card.part)
@@ -755,6 +761,15 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer")
     if v < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+    return v
+
+
+def _part_rows(text: str) -> int:
+    v = _positive_int(text)
+    if v < 1000:
+        raise argparse.ArgumentTypeError(
+            f"--part-rows {v} is too small (at least 1000, so that each of the "
+            f"25 categories keeps 4% of the parts)")
     return v
 
 
@@ -791,6 +806,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-orders", type=_positive_int,
                    default=DEFAULT_CHUNK_ORDERS,
                    help=f"orders per lineorder INSERT (default {DEFAULT_CHUNK_ORDERS:,})")
+    p.add_argument("--part-rows", type=_part_rows, default=None,
+                   help="number of part rows instead of the SSB formula (to size "
+                        "the PLQ hash tables independently of SF; not spec)")
     p.add_argument("--no-foreign-keys", dest="foreign_keys", action="store_false",
                    help="do not declare the lineorder foreign keys")
     p.add_argument("--progress", choices=["auto", "bar", "lines", "none"],
@@ -804,6 +822,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if not args.check and args.scale is None:
         p.error("--scale is required to load (or use --check)")
+    if args.check and args.part_rows is not None:
+        p.error("--part-rows applies to a load; --check reads it from the database")
     if not args.check and args.seed is None:
         args.seed = DEFAULT_SEED
     return args
@@ -815,6 +835,7 @@ def main(argv=None) -> int:
     try:
         if not args.check:
             load(args.dsn, args.scale, args.seed, jobs=args.jobs,
+                 part_override=args.part_rows,
                  chunk_orders=args.chunk_orders, foreign_keys=args.foreign_keys,
                  progress=args.progress)
         problems = check(args.dsn, args.scale, args.seed)

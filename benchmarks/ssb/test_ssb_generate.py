@@ -92,7 +92,14 @@ def test_parse_args_load_defaults():
     a = g.parse_args(["--scale", "0.01"])
     assert a.scale == Decimal("0.01") and a.seed == 1 and not a.check
     assert a.jobs == 1 and a.foreign_keys and a.progress == "auto"
-    assert a.chunk_orders == g.DEFAULT_CHUNK_ORDERS
+    assert a.chunk_orders == g.DEFAULT_CHUNK_ORDERS and a.part_rows is None
+
+
+def test_part_rows_option_overrides_the_part_formula_only():
+    a = g.parse_args(["--scale", "1", "--part-rows", "400000"])
+    assert a.part_rows == 400000
+    c = g.cardinalities(a.scale, a.part_rows)
+    assert (c.part, c.customer, c.orders) == (400000, 30000, 1500000)
 
 
 def test_parse_args_check_needs_no_scale_and_keeps_seed_unset():
@@ -117,6 +124,8 @@ def test_parse_args_all_options():
     ["--scale", "1", "--seed", "x"],
     ["--scale", "1", "--progress", "fancy"],
     ["--scale", "1", "--chunk-orders", "0"],
+    ["--scale", "1", "--part-rows", "999"],     # below 1000: categories lose their 4%
+    ["--check", "--part-rows", "5000"],        # --check reads it from the database
 ])
 def test_parse_args_rejects_bad_command_lines(argv, capsys):
     with pytest.raises(SystemExit) as e:
