@@ -2,8 +2,11 @@
 /*
  * Several processes fork, colour, touch, copy-on-write, unmap and exit in a
  * loop; afterwards the system is clean: every child exited 0 with its pages
- * in the allowed colours, no BUG/WARNING in dmesg, and free memory (total
- * and per colour) is back at its baseline (no pages lost).
+ * in the allowed colours, no BUG/WARNING in dmesg, and free memory is back
+ * at its baseline (no pages lost).  The per-colour counts in free_pages are
+ * pages parked in the colour lists (counted as free memory); they must add
+ * up to the "parked" counter, and after a drain be (near) zero without
+ * MemFree moving.
  *
  * usage: color_stress [WORKERS [ROUNDS]]
  */
@@ -105,11 +108,11 @@ int main(int argc, char **argv)
 	int workers = argc > 1 ? atoi(argv[1]) : 4;
 	int rounds = argc > 2 ? atoi(argv[2]) : 40;
 	static unsigned long before[PAGE_COLOR_MAX_COLORS], after[PAGE_COLOR_MAX_COLORS];
-	long long free0, free1, tot0, tot1, tol;
-	int i, st, failed = 0, trouble, c, worst = 0;
+	long long free0, free1, free2, tot0, tot1, tot2, tol;
+	int i, st, failed = 0, trouble, c, worst = 0, ok;
 	long long worst_diff = 0;
 
-	pc_init(5);
+	pc_init(6);
 	trouble = pc_dmesg_trouble();
 	pc_settle();
 	free0 = pc_memfree_pages();
@@ -136,24 +139,36 @@ int main(int argc, char **argv)
 	free1 = pc_memfree_pages();
 	tot1 = pc_free_total(after, PAGE_COLOR_MAX_COLORS);
 	/*
-	 * Tolerance: per-CPU page lists, slab and page-table caches of the
-	 * kernel fluctuate by a few hundred pages; a leak of one process's
-	 * memory is thousands of pages.
+	 * Parked pages (the per-colour lists) count as free memory, so MemFree
+	 * must come back whatever is parked.  Tolerance: per-CPU page lists,
+	 * slab and page-table caches fluctuate by a few hundred pages; one
+	 * leaked child would be thousands of pages.
 	 */
 	tol = 1024;
-	tap_diag("MemFree %lld -> %lld pages, colour lists %lld -> %lld pages",
+	tap_diag("MemFree %lld -> %lld pages, parked in colour lists %lld -> %lld pages",
 		 free0, free1, tot0, tot1);
 	tap_ok(free1 >= free0 - tol, "MemFree back to baseline (within %lld pages)", tol);
-	for (c = 0; c < pc_nr_colors; c++) {
-		long long d = (long long)before[c] - (long long)after[c];
+	{
+		unsigned long long parked = 0;
 
-		if (d > worst_diff) {
-			worst_diff = d;
+		pagecolor_read_counter("parked", &parked);
+		tap_ok(tot1 >= 0 && (unsigned long long)tot1 == parked,
+		       "per-colour free_pages sum (%lld) equals the parked counter (%llu)",
+		       tot1, parked);
+	}
+	/* Draining gives the parked pages back: free memory must not change. */
+	ok = pagecolor_drain() == 0;
+	pc_settle();
+	free2 = pc_memfree_pages();
+	tot2 = pc_free_total(after, PAGE_COLOR_MAX_COLORS);
+	for (c = 0; c < pc_nr_colors; c++)
+		if (after[c] > (unsigned long)worst_diff) {
+			worst_diff = (long long)after[c];
 			worst = c;
 		}
-	}
-	tap_diag("largest per-colour drop: colour %d, %lld pages", worst, worst_diff);
-	tap_ok(tot1 >= 0 && tot1 + tol >= tot0,
-	       "per-colour free counts back to baseline (sum within %lld pages)", tol);
+	tap_diag("after drain: MemFree %lld pages, parked %lld (largest colour %d: %lld)",
+		 free2, tot2, worst, worst_diff);
+	tap_ok(ok && tot2 >= 0 && tot2 <= tol / 4 && free2 >= free1 - tol && free2 <= free1 + tol,
+	       "drain: per-colour counts back to (near) zero, MemFree unchanged");
 	return tap_finish();
 }

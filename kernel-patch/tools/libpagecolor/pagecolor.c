@@ -539,16 +539,67 @@ int pagecolor_page_color(const void *addr)
 /* ------------------------------------------------------------ free_pages */
 
 /*
- * Accepted formats of free_pages (see page_coloring.rst):
- *   - whitespace-separated counts, one per colour in colour order, or
- *   - lines "COLOUR: COUNT" / "COLOUR COUNT" (a ':' anywhere selects this).
- * Lines starting with '#' and anything after a '#' are ignored.
+ * free_pages (page_coloring.rst): one line "<colour> <parked pages>" per
+ * colour.  Also accepted: "<colour>: <pages>" lines, or lines holding just
+ * counts in colour order.  Anything after a '#' is ignored.
  */
+int pagecolor_parse_free_pages(char *buf, unsigned long *counts, int nr)
+{
+	char *line, *save = NULL;
+	int n = 0, seq = 0;
+
+	if (!buf || !counts || nr <= 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(counts, 0, (size_t)nr * sizeof(*counts));
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		unsigned long v[2] = { 0, 0 };
+		char *hash = strchr(line, '#'), *p = line, *end;
+		int k = 0, colon;
+
+		if (hash)
+			*hash = '\0';
+		colon = strchr(line, ':') != NULL;
+		for (;;) {
+			unsigned long x;
+
+			while (*p == ':' || isspace((unsigned char)*p))
+				p++;
+			if (!isdigit((unsigned char)*p))
+				break;
+			x = strtoul(p, &end, 10);
+			if (k < 2)
+				v[k] = x;
+			k++;
+			p = end;
+		}
+		if (k == 2 || (colon && k >= 2)) {
+			if (v[0] < (unsigned long)nr) {
+				counts[v[0]] = v[1];
+				if ((int)v[0] + 1 > n)
+					n = (int)v[0] + 1;
+			}
+		} else if (k == 1) {
+			if (seq < nr)
+				counts[seq++] = v[0];
+			if (seq > n)
+				n = seq;
+		}
+	}
+	if (n == 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return n;
+}
+
 int pagecolor_free_pages(unsigned long *counts, int max)
 {
 	static const size_t bufsz = 64 * 1024;
-	char *buf, *p, *line, *save = NULL;
-	int nr, n = 0, pairs;
+	char *buf;
+	int nr, n, saved;
 
 	nr = pagecolor_nr_colors();
 	if (nr < 0)
@@ -563,61 +614,33 @@ int pagecolor_free_pages(unsigned long *counts, int max)
 	if (!buf)
 		return -1;
 	if (read_file(PAGECOLOR_SYSFS_DIR "/free_pages", buf, bufsz) < 0) {
-		int saved = errno;
-
+		saved = errno;
 		free(buf);
 		errno = saved;
 		return -1;
 	}
-	memset(counts, 0, (size_t)nr * sizeof(*counts));
-	pairs = strchr(buf, ':') != NULL;
-	for (line = strtok_r(buf, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char *hash = strchr(line, '#');
-
-		if (hash)
-			*hash = '\0';
-		p = line;
-		if (pairs) {
-			char *end;
-			unsigned long c, v;
-
-			p = (char *)skip_ws(p);
-			if (!isdigit((unsigned char)*p))
-				continue;
-			c = strtoul(p, &end, 10);
-			p = end;
-			while (*p == ':' || isspace((unsigned char)*p))
-				p++;
-			if (!isdigit((unsigned char)*p))
-				continue;
-			v = strtoul(p, &end, 10);
-			if (c < (unsigned long)nr) {
-				counts[c] = v;
-				if ((int)c + 1 > n)
-					n = (int)c + 1;
-			}
-			continue;
-		}
-		for (;;) {
-			char *end;
-			unsigned long v;
-
-			p = (char *)skip_ws(p);
-			if (!isdigit((unsigned char)*p))
-				break;
-			v = strtoul(p, &end, 10);
-			p = end;
-			if (n < nr)
-				counts[n++] = v;
-		}
-	}
+	n = pagecolor_parse_free_pages(buf, counts, nr);
+	saved = errno;
 	free(buf);
-	if (n == 0) {
-		errno = EINVAL;
+	errno = saved;
+	return n;
+}
+
+int pagecolor_drain(void)
+{
+	int fd, saved;
+
+	fd = open(PAGECOLOR_SYSFS_DIR "/drain", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (write(fd, "1\n", 2) != 2) {
+		saved = errno;
+		close(fd);
+		errno = saved;
 		return -1;
 	}
-	return n;
+	close(fd);
+	return 0;
 }
 
 /* ------------------------------------------------------------- geometry */

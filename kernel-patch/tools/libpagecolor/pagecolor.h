@@ -145,13 +145,20 @@ int pagecolor_pfn_color(uint64_t pfn, int nr_colors);
 int pagecolor_page_color(const void *addr);
 
 /*
- * Per-colour free page counts from /sys/kernel/mm/page_coloring/free_pages.
- * Fills counts[0..n-1] (n = min(max, nr_colors)), returns n or -1 (errno).
+ * Per-colour free page counts from /sys/kernel/mm/page_coloring/free_pages:
+ * the pages parked in the per-colour free lists (they also count as free
+ * memory in MemFree).  Fills counts[0..n-1] (n = min(max, nr_colors)),
+ * returns n or -1 (errno).
  */
 int pagecolor_free_pages(unsigned long *counts, int max);
+/* The parser behind it (modifies text); nr = size of counts. */
+int pagecolor_parse_free_pages(char *text, unsigned long *counts, int nr);
+/* Give every parked page back to the buddy allocator (writes "drain"; root). */
+int pagecolor_drain(void);
 /*
  * A single numeric counter from /sys/kernel/mm/page_coloring/<name>
- * (colored_allocs, fallbacks, refills, nr_colors, enabled).  Returns 0 or -1.
+ * (enabled, nr_colors, colored_allocs, fallbacks, refills, failures,
+ * drained, parked).  Returns 0 or -1.
  */
 int pagecolor_read_counter(const char *name, unsigned long long *value);
 

@@ -44,7 +44,7 @@ int main(void)
 	struct pagecolor_geometry g;
 	int stock, mode, r;
 
-	printf("TAP version 13\n1..19\n");
+	printf("TAP version 13\n1..21\n");
 	ok(roundtrip("0-3,8,10-11", "0-3,8,10-11"), "parse/format 0-3,8,10-11");
 	ok(roundtrip(" 5 , 1-2 ,3", "1-3,5"), "parse merges and sorts");
 	ok(roundtrip("", ""), "empty string is the empty set");
@@ -74,6 +74,16 @@ int main(void)
 	ok(pagecolor_set_add(&s, 1024) == -1 && pagecolor_set_test(&s, -1) == -1,
 	   "set ops reject out-of-range colours");
 
+	{
+		char t1[] = "0 5\n1 7\n2 0\n3 12\n", t2[] = "4 5 6\n";
+		unsigned long cnt[4];
+
+		ok(pagecolor_parse_free_pages(t1, cnt, 4) == 4 && cnt[0] == 5 &&
+		   cnt[1] == 7 && cnt[2] == 0 && cnt[3] == 12,
+		   "free_pages parser: '<colour> <pages>' lines");
+		ok(pagecolor_parse_free_pages(t2, cnt, 4) == -1 ||
+		   (cnt[0] == 0 && cnt[1] == 0), "free_pages parser: junk line ignored");
+	}
 	r = pagecolor_geometry(&g);
 	if (r == 0)
 		printf("# LLC L%d %lld bytes, %d ways, line %d, cpus %s, colours %d\n",
