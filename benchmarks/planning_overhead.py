@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Measure what mccdb's locality estimation adds to planning an SSB query.
 
-Starts two project-local clusters with the same SSB data, one without mccdb
-(stock) and one with mccdb preloaded, and times `EXPLAIN <query>` (parse, plan,
+Starts two project-local clusters with the same SSB data and statistics (one
+is a copy of the other), one without mccdb (stock) and one with mccdb
+preloaded, and times `EXPLAIN <query>` (parse, plan,
 executor start/end in explain-only mode, output: the path a plan takes before
 it runs) for each of the 13 SSB queries, interleaving three configurations in
 one run so that the ratios are not skewed by the machine's drift:
@@ -16,15 +17,15 @@ Prints a Markdown table of medians and ratios (and writes it with --out).
     .venv/bin/python benchmarks/planning_overhead.py --scale 1 --rounds 300
 """
 import argparse
-import os
 import pathlib
-import platform
 import statistics
 import subprocess
 import sys
 import time
 
 import psycopg
+
+from harness import machine
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CLUSTER = ROOT / "scripts" / "pg-cluster.sh"
@@ -69,12 +70,6 @@ def time_explain(conn, sql):
     return (time.perf_counter_ns() - t0) / 1000.0
 
 
-def machine():
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
-                if l.startswith("model name")), "?")
-    return f"{cpu}, {os.cpu_count()} vCPUs, Linux {platform.release()}"
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", default="1")
@@ -83,11 +78,18 @@ def main():
     ap.add_argument("--out", type=pathlib.Path)
     args = ap.parse_args()
 
+    # The stock cluster is a copy of the loaded one, so both have the same
+    # statistics and plan every query the same way.
+    mccdb = start("overhead-mccdb", 54392, preload=True)
+    load(mccdb, args.scale)
+    subprocess.run([str(CLUSTER), "stop", "overhead-mccdb"], check=True)
+    subprocess.run([str(CLUSTER), "destroy", "overhead-stock"], check=True)
+    clusters = ROOT / "var" / "clusters"
+    subprocess.run(["cp", "-a", str(clusters / "overhead-mccdb"), str(clusters / "overhead-stock")],
+                   check=True)
     stock = start("overhead-stock", 54391, preload=False)
     mccdb = start("overhead-mccdb", 54392, preload=True)
     try:
-        load(stock, args.scale)
-        load(mccdb, args.scale)
         with psycopg.connect(stock, autocommit=True) as cs, \
                 psycopg.connect(mccdb, autocommit=True) as cl, \
                 psycopg.connect(mccdb, autocommit=True) as ce:
@@ -116,7 +118,7 @@ def main():
         subprocess.run([str(CLUSTER), "stop", "overhead-mccdb"])
 
     lines = [
-        f"Machine: {machine()}; PostgreSQL {version}; SSB scale {args.scale}.",
+        f"Machine: {machine.describe()}; PostgreSQL {version}; SSB scale {args.scale}.",
         f"Command: `.venv/bin/python benchmarks/planning_overhead.py --scale {args.scale} "
         f"--rounds {args.rounds}`",
         f"Median client-side time of `EXPLAIN <query>` over {args.rounds} interleaved rounds.",

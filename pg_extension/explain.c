@@ -94,28 +94,13 @@ mccdb_explain_install(void)
 	ExplainOneQuery_hook = mccdb_ExplainOneQuery;
 }
 
-static const char *
-table_kind_name(MccdbTableKind kind)
-{
-	switch (kind)
-	{
-		case MCCDB_HASH_JOIN:
-			return "Hash Join";
-		case MCCDB_HASH_AGG:
-			return "Hash Aggregate";
-		case MCCDB_RESCANNED_INNER:
-			return "Rescanned Inner";
-	}
-	return "?";
-}
-
 /* "on part" / "on a join result" for text output. */
 static const char *
 table_label(const MccdbTable *t)
 {
 	if (t->relation)
-		return psprintf("%s on %s", table_kind_name(t->kind), t->relation);
-	return psprintf("%s (node %d)", table_kind_name(t->kind), t->plan_node_id);
+		return psprintf("%s on %s", mccdb_table_kind_name(t->kind, true), t->relation);
+	return psprintf("%s (node %d)", mccdb_table_kind_name(t->kind, true), t->plan_node_id);
 }
 
 static void
@@ -163,7 +148,7 @@ explain_structured(const MccdbLocality *loc, ExplainState *es)
 		MccdbTable *t = lfirst(lc);
 
 		ExplainOpenGroup("Table", NULL, true, es);
-		ExplainPropertyText("Kind", table_kind_name(t->kind), es);
+		ExplainPropertyText("Kind", mccdb_table_kind_name(t->kind, true), es);
 		ExplainPropertyInteger("Plan Node", NULL, t->plan_node_id, es);
 		if (t->relation)
 			ExplainPropertyText("Relation", t->relation, es);
@@ -171,6 +156,8 @@ explain_structured(const MccdbLocality *loc, ExplainState *es)
 		ExplainPropertyFloat("Estimated Rows", NULL, t->rows, 0, es);
 		ExplainPropertyInteger("Estimated Width", NULL, t->width, es);
 		ExplainPropertyInteger("Estimated Bytes", NULL, (int64) t->bytes, es);
+		if (es->analyze && t->actual_rows >= 0)
+			ExplainPropertyFloat("Actual Rows", NULL, t->actual_rows, 0, es);
 		if (es->analyze && t->actual_bytes >= 0)
 			ExplainPropertyInteger("Actual Bytes", NULL, (int64) t->actual_bytes, es);
 		ExplainCloseGroup("Table", NULL, true, es);

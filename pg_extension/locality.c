@@ -79,6 +79,22 @@ mccdb_locality_class_name(MccdbLocalityClass cls)
 	return "weak";
 }
 
+/* "hash join", or "Hash Join" for EXPLAIN, whose values are capitalised. */
+const char *
+mccdb_table_kind_name(MccdbTableKind kind, bool capitalised)
+{
+	switch (kind)
+	{
+		case MCCDB_HASH_JOIN:
+			return capitalised ? "Hash Join" : "hash join";
+		case MCCDB_HASH_AGG:
+			return capitalised ? "Hash Aggregate" : "hash aggregate";
+		case MCCDB_RESCANNED_INNER:
+			return capitalised ? "Rescanned Inner" : "rescanned inner";
+	}
+	return "?";
+}
+
 MccdbLocalityClass
 mccdb_classify_bytes(double bytes, Size llc_bytes)
 {

@@ -59,6 +59,7 @@ typedef struct MccdbLocality
 extern void mccdb_estimate_locality(PlannedStmt *stmt, MccdbLocality *out);
 extern MccdbLocalityClass mccdb_classify_bytes(double bytes, Size llc_bytes);
 extern const char *mccdb_locality_class_name(MccdbLocalityClass cls);
+extern const char *mccdb_table_kind_name(MccdbTableKind kind, bool capitalised);
 extern char *mccdb_locality_describe(const MccdbLocality *loc);
 extern char *mccdb_format_bytes(double bytes);
 

@@ -132,9 +132,7 @@ mccdb_plan_tables(PG_FUNCTION_ARGS)
 		bool		nulls[9] = {0};
 
 		values[0] = Int32GetDatum(t->plan_node_id);
-		values[1] = CStringGetTextDatum(t->kind == MCCDB_HASH_JOIN ? "hash join" :
-										t->kind == MCCDB_HASH_AGG ? "hash aggregate" :
-										"rescanned inner");
+		values[1] = CStringGetTextDatum(mccdb_table_kind_name(t->kind, false));
 		values[2] = t->relation ? CStringGetTextDatum(t->relation) : (Datum) 0;
 		nulls[2] = (t->relation == NULL);
 		values[3] = BoolGetDatum(t->counted);

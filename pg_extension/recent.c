@@ -203,21 +203,6 @@ recent_snapshot(int *n)
 	return copy;
 }
 
-static const char *
-kind_name(int kind)
-{
-	switch (kind)
-	{
-		case MCCDB_HASH_JOIN:
-			return "hash join";
-		case MCCDB_HASH_AGG:
-			return "hash aggregate";
-		case MCCDB_RESCANNED_INNER:
-			return "rescanned inner";
-	}
-	return "unknown";
-}
-
 PG_FUNCTION_INFO_V1(mccdb_recent_queries);
 PG_FUNCTION_INFO_V1(mccdb_recent_tables);
 PG_FUNCTION_INFO_V1(mccdb_recent_reset);
@@ -289,7 +274,7 @@ mccdb_recent_tables(PG_FUNCTION_ARGS)
 
 			values[0] = Int64GetDatum(e->seq);
 			values[1] = Int32GetDatum(t->plan_node_id);
-			values[2] = CStringGetTextDatum(kind_name(t->kind));
+			values[2] = CStringGetTextDatum(mccdb_table_kind_name(t->kind, false));
 			values[3] = CStringGetTextDatum(t->relation);
 			nulls[3] = (t->relation[0] == '\0');
 			values[4] = BoolGetDatum(t->counted);

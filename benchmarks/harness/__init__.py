@@ -1,0 +1,1 @@
+"""Shared pieces of mccdb's benchmark scripts."""
