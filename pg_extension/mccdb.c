@@ -13,6 +13,7 @@
  */
 #include "postgres.h"
 
+#include "access/parallel.h"
 #include "cache_geometry.h"
 #include "commands/extension.h"
 #include "executor/executor.h"
@@ -149,7 +150,7 @@ mccdb_ExecutorEnd(QueryDesc *queryDesc)
 {
 	bool		explain = mccdb_explain_wants(queryDesc);
 	bool		record = !(queryDesc->estate->es_top_eflags & EXEC_FLAG_EXPLAIN_ONLY) &&
-		!creating_extension && track_this_level();
+		!creating_extension && !IsParallelWorker() && track_this_level();
 
 	if (explain || record)
 	{

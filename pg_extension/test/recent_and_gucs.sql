@@ -5,7 +5,8 @@
 --
 \set ON_ERROR_STOP 1
 \set QUIET 1
-SELECT plan(19);
+SELECT plan(20);
+SET client_min_messages = warning;
 
 SET jit = off;
 SET max_parallel_workers_per_gather = 0;
@@ -52,6 +53,20 @@ DO $$ BEGIN PERFORM sum(v) FROM rq_dim JOIN rq_fact USING (k); END $$;
 SELECT cmp_ok((SELECT count(*) FROM mccdb_recent_queries WHERE basis = 'hash tables'), '>=', 1::bigint,
               'mccdb.track = all records them');
 RESET mccdb.track;
+
+-- a parallel query is one entry: its workers record nothing of their own
+SELECT mccdb_recent_reset();
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SELECT count(*) AS n FROM rq_fact WHERE v > 0 \gset
+SELECT is((SELECT count(*) FROM mccdb_recent_queries WHERE query LIKE 'SELECT count(*) AS n FROM rq_fact%'), 1::bigint,
+          'a parallel query is recorded once, not once per worker');
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
 
 -- GUCs reject bad values
 SELECT throws_ok($$SET mccdb.strong_limit = 0$$, '22023', NULL, 'strong_limit must be positive');
