@@ -143,15 +143,11 @@ static int child_uncoloured(void *arg)
 	return r.distinct >= want;
 }
 
-int main(void)
+static void make_sets(void)
 {
-	char buf[64], *p, *q;
-	int q4, fd, i, ok;
-	struct pc_check r;
-	FILE *f;
+	char buf[64];
+	int i, q4 = pc_nr_colors >= 4 ? pc_nr_colors / 4 : 1;
 
-	pc_init(20);
-	q4 = pc_nr_colors >= 4 ? pc_nr_colors / 4 : 1;
 	snprintf(buf, sizeof(buf), "0-%d", q4 - 1);
 	setA = pc_set(buf);
 	if (pc_nr_colors >= 4) {
@@ -166,6 +162,54 @@ int main(void)
 		setB = setA;
 		setM = setA;
 	}
+}
+
+/* After execve(): the task default must still be setB. */
+static int exec_check(void)
+{
+	char *p;
+
+	pc_page_size = sysconf(_SC_PAGESIZE);
+	pc_nr_colors = pagecolor_nr_colors();
+	if (pc_nr_colors <= 0)
+		return 1;
+	make_sets();
+	if (!policy_is(NULL, 0, COLOR_MODE_BIND, &setB))
+		return 1;
+	p = map_anon(NPAGES, MAP_PRIVATE);
+	pc_touch(p, NPAGES);
+	return pc_range_ok(p, NPAGES, &setB, "after execve") ? 0 : 1;
+}
+
+static int exec_child(void)
+{
+	int st;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		execl("/proc/self/exe", "color_alloc", "--exec-check", (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return 0;
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		tap_diag("exec child status 0x%x", st);
+		return 0;
+	}
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	char *p, *q;
+	int fd, i, ok;
+	struct pc_check r;
+	FILE *f;
+
+	if (argc > 1 && strcmp(argv[1], "--exec-check") == 0)
+		return exec_check();
+	pc_init(21);
+	make_sets();
 
 	/* 1 */
 	tap_ok(policy_is(NULL, 0, COLOR_MODE_DEFAULT, NULL),
@@ -313,6 +357,7 @@ int main(void)
 	/* 19 */
 	tap_ok(in_child(child_default_inherited, NULL),
 	       "task default is inherited across fork");
+	tap_ok(exec_child(), "task default is kept across execve");
 	pagecolor_set_policy(COLOR_MODE_DEFAULT, NULL);
 	/* 20 */
 	tap_ok(in_child(child_uncoloured, NULL),

@@ -14,7 +14,7 @@ int main(void)
 {
 	unsigned long long v;
 	struct pagecolor_geometry g;
-	int sup, e, sysfs;
+	int sup, e, sysfs, geo_ok;
 	long r;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -23,8 +23,9 @@ int main(void)
 	errno = 0;
 	sup = pagecolor_supported();
 	e = errno;
-	tap_plan(5);
-	if (pagecolor_geometry(&g) == 0)
+	tap_plan(6);
+	geo_ok = pagecolor_geometry(&g) == 0;
+	if (geo_ok)
 		tap_diag("LLC L%d %lld KiB %d-way line %d, cpus %s -> %d colours",
 			 g.level, g.size / 1024, g.ways, g.line_size, g.shared_cpus,
 			 g.colors);
@@ -45,8 +46,37 @@ int main(void)
 		tap_ok(pagecolor_get_policy(&mode, &s, NULL, 0) == 0 &&
 		       mode == COLOR_MODE_DEFAULT, "get_color_policy works, default mode");
 		tap_ok(pagecolor_page_color(&mode) >= 0, "page colour of the stack readable");
+		{
+			/* page_colors=N on the command line, else the LLC geometry
+			 * rounded down to a power of two, capped, else 32. */
+			char cmd[4096] = "", *pcs;
+			FILE *f = fopen("/proc/cmdline", "r");
+			int want = 0;
+
+			if (f) {
+				if (!fgets(cmd, sizeof(cmd), f))
+					cmd[0] = '\0';
+				fclose(f);
+			}
+			pcs = strstr(cmd, "page_colors=");
+			if (pcs) {
+				want = atoi(pcs + 12);
+			} else if (geo_ok && g.colors >= 2) {
+				want = g.colors > PAGE_COLOR_MAX_COLORS ? PAGE_COLOR_MAX_COLORS : g.colors;
+				while (want & (want - 1))
+					want &= want - 1;
+			} else {
+				want = 32;
+			}
+			tap_ok(nr == want, "nr_colors %d matches %s (%d)", nr,
+			       pcs ? "page_colors=" : geo_ok ? "LLC size/(ways*page)" : "the default",
+			       want);
+		}
 	} else {
 		printf("# probe: unsupported (%s)\n", strerror(e));
+		errno = 0;
+		tap_ok(pagecolor_page_color(&e) == -1 && errno == ENOSYS,
+		       "pagecolor_page_color() -> ENOSYS");
 		tap_ok(e == ENOENT || e == ENODEV || e == ENOSYS,
 		       "pagecolor_supported() == 0 with errno ENOENT/ENODEV/ENOSYS (%s)",
 		       strerror(e));
