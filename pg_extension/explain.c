@@ -21,6 +21,7 @@
 #include "locality.h"
 #include "mccdb.h"
 #include "optimizer/optimizer.h"
+#include "plan_choice.h"
 #include "tcop/tcopprot.h"
 
 static ExplainOneQuery_hook_type prev_ExplainOneQuery = NULL;
@@ -103,6 +104,75 @@ table_label(const MccdbTable *t)
 	return psprintf("%s (node %d)", mccdb_table_kind_name(t->kind, true), t->plan_node_id);
 }
 
+static const char *
+policy_name(MccdbPlanPolicy policy)
+{
+	return policy == MCCDB_PLAN_SLS ? "sls" : policy == MCCDB_PLAN_MLS ? "mls" : "off";
+}
+
+/* "chosen", "kept", or "rejected: 45% dearer than the cheapest" */
+static const char *
+candidate_verdict(const MccdbPlanChoice *pc, int i)
+{
+	Cost		cheapest = pc->candidates[0].cost;
+	int			j;
+
+	if (i == pc->chosen)
+		return "chosen";
+	if (pc->candidates[i].kept)
+		return "kept";
+	for (j = 1; j < pc->ncandidates; j++)
+		cheapest = Min(cheapest, pc->candidates[j].cost);
+	return psprintf("rejected: %.0f%% dearer than the cheapest",
+					100.0 * (pc->candidates[i].cost - cheapest) / Max(cheapest, 1e-9));
+}
+
+static void
+explain_choice_text(const MccdbPlanChoice *pc, ExplainState *es)
+{
+	int			i;
+
+	ExplainPropertyText("MCC-DB Plan Choice",
+						psprintf("%s by %s (%s)", pc->candidates[pc->chosen].name,
+								 policy_name(pc->policy), pc->reason), es);
+	for (i = 0; i < pc->ncandidates; i++)
+	{
+		const MccdbCandidate *c = &pc->candidates[i];
+
+		ExplainPropertyText(psprintf("MCC-DB Candidate %s", c->name),
+							psprintf("cost %.2f, %s (%s), %s", c->cost,
+									 mccdb_locality_class_name(c->cls),
+									 mccdb_format_bytes(c->bytes),
+									 candidate_verdict(pc, i)), es);
+	}
+}
+
+static void
+explain_choice_structured(const MccdbPlanChoice *pc, ExplainState *es)
+{
+	int			i;
+
+	ExplainOpenGroup("Plan Choice", "Plan Choice", true, es);
+	ExplainPropertyText("Policy", policy_name(pc->policy), es);
+	ExplainPropertyText("Chosen", pc->candidates[pc->chosen].name, es);
+	ExplainPropertyText("Reason", pc->reason, es);
+	ExplainOpenGroup("Candidates", "Candidates", false, es);
+	for (i = 0; i < pc->ncandidates; i++)
+	{
+		const MccdbCandidate *c = &pc->candidates[i];
+
+		ExplainOpenGroup("Candidate", NULL, true, es);
+		ExplainPropertyText("Name", c->name, es);
+		ExplainPropertyFloat("Cost", NULL, c->cost, 2, es);
+		ExplainPropertyText("Locality", mccdb_locality_class_name(c->cls), es);
+		ExplainPropertyInteger("Hash Table Bytes", NULL, (int64) c->bytes, es);
+		ExplainPropertyBool("Kept", c->kept, es);
+		ExplainCloseGroup("Candidate", NULL, true, es);
+	}
+	ExplainCloseGroup("Candidates", "Candidates", false, es);
+	ExplainCloseGroup("Plan Choice", "Plan Choice", true, es);
+}
+
 static void
 explain_text(const MccdbLocality *loc, ExplainState *es)
 {
@@ -128,7 +198,8 @@ explain_text(const MccdbLocality *loc, ExplainState *es)
 }
 
 static void
-explain_structured(const MccdbLocality *loc, ExplainState *es)
+explain_structured(const MccdbLocality *loc, const MccdbPlanChoice *pc,
+				   ExplainState *es)
 {
 	ListCell   *lc;
 
@@ -137,6 +208,8 @@ explain_structured(const MccdbLocality *loc, ExplainState *es)
 	ExplainPropertyText("Basis", loc->basis, es);
 	ExplainPropertyInteger("Hash Table Bytes", NULL, (int64) loc->bytes, es);
 	ExplainPropertyInteger("LLC Bytes", NULL, (int64) loc->llc_bytes, es);
+	if (pc)
+		explain_choice_structured(pc, es);
 	if (loc->tables == NIL)
 	{
 		ExplainCloseGroup("MCC-DB", "MCC-DB", true, es);
@@ -174,14 +247,20 @@ void
 mccdb_explain_executor_end(QueryDesc *queryDesc, MccdbLocality *loc)
 {
 	ExplainState *es = current_es;
+	const MccdbPlanChoice *pc;
 
 	if (es == NULL || queryDesc->plannedstmt != current_plan)
 		return;
 	current_es = NULL;			/* once per EXPLAIN */
+	pc = mccdb_last_plan_choice(queryDesc->plannedstmt);
 	if (es->format == EXPLAIN_FORMAT_TEXT)
+	{
 		explain_text(loc, es);
+		if (pc)
+			explain_choice_text(pc, es);
+	}
 	else
-		explain_structured(loc, es);
+		explain_structured(loc, pc, es);
 }
 
 /* Does the ExecutorEnd hook need to compute a locality for this query? */

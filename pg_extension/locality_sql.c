@@ -16,6 +16,7 @@
 #include "funcapi.h"
 #include "locality.h"
 #include "mccdb.h"
+#include "plan_choice.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 
@@ -23,6 +24,7 @@ PG_FUNCTION_INFO_V1(mccdb_check_preload);
 PG_FUNCTION_INFO_V1(mccdb_locality);
 PG_FUNCTION_INFO_V1(mccdb_plan_tables);
 PG_FUNCTION_INFO_V1(mccdb_cache_geometry_info);
+PG_FUNCTION_INFO_V1(mccdb_plan_candidates);
 
 /* Called by the extension script so CREATE EXTENSION fails without the preload. */
 Datum
@@ -47,25 +49,13 @@ query_text_error_callback(void *arg)
 	errcontext("query text passed to a mccdb function");
 }
 
-/*
- * Plan one statement as EXPLAIN would, with the caller's privileges checked
- * as EXPLAIN checks them (row estimates are not for everyone's eyes).
- */
-static PlannedStmt *
-plan_query_text(const char *sql)
+/* Parse and analyze one SELECT/DML statement given as text. */
+static Query *
+analyze_query_text(const char *sql)
 {
-	ErrorContextCallback errcb;
-	List	   *raw;
+	List	   *raw = pg_parse_query(sql);
 	List	   *queries;
 	Query	   *query;
-	PlannedStmt *stmt;
-
-	errcb.callback = query_text_error_callback;
-	errcb.arg = unconstify(char *, sql);
-	errcb.previous = error_context_stack;
-	error_context_stack = &errcb;
-
-	raw = pg_parse_query(sql);
 
 	if (list_length(raw) != 1)
 		ereport(ERROR,
@@ -85,9 +75,31 @@ plan_query_text(const char *sql)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot estimate the locality of a utility statement"),
 				 errhint("Pass a SELECT, INSERT, UPDATE, DELETE or MERGE statement.")));
-	stmt = pg_plan_query(query, sql, CURSOR_OPT_PARALLEL_OK, NULL);
-	ExecCheckRTPerms(stmt->rtable, true);
+	return query;
+}
 
+static void
+push_error_context(ErrorContextCallback *errcb, const char *sql)
+{
+	errcb->callback = query_text_error_callback;
+	errcb->arg = unconstify(char *, sql);
+	errcb->previous = error_context_stack;
+	error_context_stack = errcb;
+}
+
+/*
+ * Plan one statement as EXPLAIN would, with the caller's privileges checked
+ * as EXPLAIN checks them (row estimates are not for everyone's eyes).
+ */
+static PlannedStmt *
+plan_query_text(const char *sql)
+{
+	ErrorContextCallback errcb;
+	PlannedStmt *stmt;
+
+	push_error_context(&errcb, sql);
+	stmt = pg_plan_query(analyze_query_text(sql), sql, CURSOR_OPT_PARALLEL_OK, NULL);
+	ExecCheckRTPerms(stmt->rtable, true);
 	error_context_stack = errcb.previous;
 	return stmt;
 }
@@ -178,4 +190,38 @@ mccdb_cache_geometry_info(PG_FUNCTION_ARGS)
 							  (int32) (g->size / ((Size) g->ways * page)) : 0);
 	nulls[8] = (g->ways == 0 || page <= 0);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* The candidate plans mccdb's planner hook weighs for a query. */
+Datum
+mccdb_plan_candidates(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *sql = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	ErrorContextCallback errcb;
+	MccdbPlanChoice choice;
+	int			i;
+
+	mccdb_require_preload();
+	InitMaterializedSRF(fcinfo, 0);
+	push_error_context(&errcb, sql);
+	mccdb_generate_candidates(analyze_query_text(sql), sql,
+							  CURSOR_OPT_PARALLEL_OK, NULL, &choice);
+	ExecCheckRTPerms(choice.candidates[0].plan->rtable, true);
+	error_context_stack = errcb.previous;
+
+	for (i = 0; i < choice.ncandidates; i++)
+	{
+		MccdbCandidate *c = &choice.candidates[i];
+		Datum		values[5];
+		bool		nulls[5] = {0};
+
+		values[0] = CStringGetTextDatum(c->name);
+		values[1] = Float8GetDatum(c->cost);
+		values[2] = CStringGetTextDatum(mccdb_locality_class_name(c->cls));
+		values[3] = Int64GetDatum((int64) c->bytes);
+		values[4] = BoolGetDatum(c->kept);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
 }

@@ -72,6 +72,10 @@ CREATE FUNCTION mccdb_recent_queries(
 	OUT actual_bytes bigint,
 	OUT llc_bytes bigint,
 	OUT tables int,
+	OUT admit_seq bigint,
+	OUT admitted timestamptz,
+	OUT released timestamptz,
+	OUT waited_ms float8,
 	OUT query text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME'
@@ -90,6 +94,90 @@ CREATE FUNCTION mccdb_recent_tables(
 RETURNS SETOF record
 AS 'MODULE_PATHNAME'
 LANGUAGE C STRICT VOLATILE;
+
+CREATE FUNCTION mccdb_plan_candidates(
+	query text,
+	OUT candidate text,
+	OUT cost float8,
+	OUT locality text,
+	OUT hash_table_bytes bigint,
+	OUT kept boolean)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION mccdb_plan_candidates(text) IS
+'The candidate plans mccdb.plan_policy chooses among: cost without disable_cost, locality, and whether within mccdb.cost_slack';
+
+CREATE FUNCTION mccdb_queue(
+	OUT pid int,
+	OUT state text,
+	OUT queue text,
+	OUT locality text,
+	OUT hash_table_bytes bigint,
+	OUT slots int,
+	OUT since timestamptz,
+	OUT for_ms float8,
+	OUT arrival bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+CREATE VIEW mccdb_queue AS
+	SELECT * FROM mccdb_queue();
+
+COMMENT ON VIEW mccdb_queue IS
+'Queries running or waiting for admission under mccdb.schedule';
+
+CREATE FUNCTION mccdb_scheduler(
+	OUT policy text,
+	OUT slots int,
+	OUT used_slots int,
+	OUT held boolean,
+	OUT admitted bigint,
+	OUT admitted_after_max_wait bigint,
+	OUT interference_loaded boolean)
+RETURNS record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+CREATE FUNCTION mccdb_hold_admission(hold boolean)
+RETURNS void
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION mccdb_hold_admission(boolean) IS
+'true: queue every gated query and admit none (to submit a batch together); false: resume';
+
+CREATE FUNCTION mccdb_set_interference(target text, corunner text, slowdown float8)
+RETURNS void
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+-- The interference matrix of the adaptive policy, measured on this host
+-- (slowdown = co-run time / alone time of a target class beside a co-runner).
+CREATE TABLE mccdb_interference (
+	target text NOT NULL CHECK (target IN ('strong', 'moderate', 'weak')),
+	corunner text NOT NULL CHECK (corunner IN ('strong', 'moderate', 'weak')),
+	slowdown float8 NOT NULL CHECK (slowdown > 0),
+	measured timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (target, corunner)
+);
+
+-- Shared memory does not survive a restart: load the matrix into it.
+CREATE FUNCTION mccdb_load_interference()
+RETURNS int
+LANGUAGE plpgsql AS $$
+DECLARE
+	r record;
+	n int := 0;
+BEGIN
+	FOR r IN SELECT * FROM mccdb_interference LOOP
+		PERFORM mccdb_set_interference(r.target, r.corunner, r.slowdown);
+		n := n + 1;
+	END LOOP;
+	RETURN n;
+END $$;
 
 CREATE FUNCTION mccdb_recent_reset()
 RETURNS void
@@ -117,3 +205,7 @@ REVOKE ALL ON FUNCTION mccdb_recent_tables() FROM PUBLIC;
 REVOKE ALL ON FUNCTION mccdb_recent_reset() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mccdb_recent_queries(), mccdb_recent_tables() TO pg_read_all_stats;
 GRANT SELECT ON mccdb_recent_queries, mccdb_recent_tables TO pg_read_all_stats;
+
+REVOKE ALL ON FUNCTION mccdb_hold_admission(boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION mccdb_set_interference(text, text, float8) FROM PUBLIC;
+REVOKE ALL ON FUNCTION mccdb_load_interference() FROM PUBLIC;

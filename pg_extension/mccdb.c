@@ -14,12 +14,14 @@
 #include "postgres.h"
 
 #include "access/parallel.h"
+#include "admission.h"
 #include "cache_geometry.h"
 #include "commands/extension.h"
 #include "executor/executor.h"
 #include "fmgr.h"
 #include "locality.h"
 #include "mccdb.h"
+#include "plan_choice.h"
 #include "miscadmin.h"
 #include "tcop/utility.h"
 #include "utils/guc.h"
@@ -34,6 +36,12 @@ double		mccdb_weak_limit = 3.0;
 bool		mccdb_explain = true;
 int			mccdb_track = MCCDB_TRACK_TOP;
 int			mccdb_recent_max = 256;
+int			mccdb_plan_policy = MCCDB_PLAN_OFF;
+double		mccdb_cost_slack = 0.30;
+int			mccdb_schedule = MCCDB_SCHEDULE_OFF;
+int			mccdb_corun_slots = 0;
+int			mccdb_max_wait = 30000;
+double		mccdb_min_cost = 1000.0;
 
 bool		mccdb_preloaded = false;
 int			mccdb_exec_nested_level = 0;
@@ -42,6 +50,21 @@ static const struct config_enum_entry track_options[] = {
 	{"none", MCCDB_TRACK_NONE, false},
 	{"top", MCCDB_TRACK_TOP, false},
 	{"all", MCCDB_TRACK_ALL, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry plan_policy_options[] = {
+	{"off", MCCDB_PLAN_OFF, false},
+	{"sls", MCCDB_PLAN_SLS, false},
+	{"mls", MCCDB_PLAN_MLS, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry schedule_options[] = {
+	{"off", MCCDB_SCHEDULE_OFF, false},
+	{"sls", MCCDB_SCHEDULE_SLS, false},
+	{"mls", MCCDB_SCHEDULE_MLS, false},
+	{"adaptive", MCCDB_SCHEDULE_ADAPTIVE, false},
 	{NULL, 0, false}
 };
 
@@ -71,8 +94,8 @@ track_this_level(void)
 
 /* Nesting depth, to tell top-level statements from those run by functions. */
 static void
-mccdb_ExecutorRun(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
-				  bool execute_once)
+run_counting_nesting(QueryDesc *queryDesc, ScanDirection direction,
+					 uint64 count, bool execute_once)
 {
 	mccdb_exec_nested_level++;
 	PG_TRY();
@@ -87,6 +110,15 @@ mccdb_ExecutorRun(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
 		mccdb_exec_nested_level--;
 	}
 	PG_END_TRY();
+}
+
+/* The admission gate stands in front of every run (admission.c). */
+static void
+mccdb_ExecutorRun(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
+				  bool execute_once)
+{
+	mccdb_admission_run(queryDesc, direction, count, execute_once,
+						run_counting_nesting);
 }
 
 static void
@@ -237,6 +269,48 @@ define_gucs(void)
 							256, 0, 100000,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
+	DefineCustomEnumVariable("mccdb.plan_policy",
+							 "How the planner picks among candidate plans of similar cost.",
+							 "sls: strong, else weak, else moderate locality; mls: keep the strong/moderate and weak queues balanced; off: PostgreSQL's plan.",
+							 &mccdb_plan_policy,
+							 MCCDB_PLAN_OFF, plan_policy_options,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomRealVariable("mccdb.cost_slack",
+							 "Candidate plans costing at most this fraction more than the cheapest are kept.",
+							 "The MCC-DB paper uses 0.30.",
+							 &mccdb_cost_slack,
+							 0.30, 0.0, 100.0,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomEnumVariable("mccdb.schedule",
+							 "Which queries are co-scheduled (run at the same time).",
+							 "off: all at once; sls: same locality queue; mls: one of each queue; adaptive: least predicted slowdown.",
+							 &mccdb_schedule,
+							 MCCDB_SCHEDULE_OFF, schedule_options,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("mccdb.corun_slots",
+							"How many queries run at once when scheduling.",
+							"0 means the number of CPUs sharing the last-level cache. Parallel workers take slots too.",
+							&mccdb_corun_slots,
+							0, 0, 1024,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("mccdb.max_wait",
+							"A query that waited this long is admitted next, whatever the policy.",
+							NULL,
+							&mccdb_max_wait,
+							30000, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomRealVariable("mccdb.min_cost",
+							 "Queries with a lower estimated cost bypass the scheduler.",
+							 NULL,
+							 &mccdb_min_cost,
+							 1000.0, 0.0, 1e100,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("mccdb");
 }
 
@@ -249,7 +323,9 @@ _PG_init(void)
 	define_gucs();
 	mccdb_cache_geometry_load();
 	mccdb_recent_install();
+	mccdb_admission_install();
 	mccdb_explain_install();
+	mccdb_plan_choice_install();
 
 	prev_ExecutorRun = ExecutorRun_hook;
 	ExecutorRun_hook = mccdb_ExecutorRun;

@@ -23,6 +23,12 @@ extern double mccdb_weak_limit;
 extern bool mccdb_explain;
 extern int	mccdb_track;
 extern int	mccdb_recent_max;
+extern int	mccdb_plan_policy;
+extern double mccdb_cost_slack;
+extern int	mccdb_schedule;
+extern int	mccdb_corun_slots;
+extern int	mccdb_max_wait;
+extern double mccdb_min_cost;
 
 typedef enum
 {

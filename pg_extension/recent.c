@@ -13,6 +13,7 @@
  */
 #include "postgres.h"
 
+#include "admission.h"
 #include "funcapi.h"
 #include "locality.h"
 #include "mb/pg_wchar.h"
@@ -50,6 +51,10 @@ typedef struct RecentQuery
 	double		bytes;
 	int64		llc_bytes;
 	char		basis[48];
+	int64		admit_seq;		/* 0: not gated by the scheduler */
+	TimestampTz admitted;
+	TimestampTz released;
+	double		waited_ms;
 	char		query[RECENT_QUERY_TEXT_LEN];
 	int32		ntables;		/* may exceed RECENT_MAX_TABLES */
 	RecentTable tables[RECENT_MAX_TABLES];
@@ -118,6 +123,7 @@ mccdb_recent_record(QueryDesc *queryDesc, MccdbLocality *loc)
 	RecentQuery *e;
 	ListCell   *lc;
 	int			i = 0;
+	const MccdbAdmission *adm = mccdb_admission_last();
 
 	if (recent == NULL || mccdb_recent_max == 0)
 		return;
@@ -133,6 +139,13 @@ mccdb_recent_record(QueryDesc *queryDesc, MccdbLocality *loc)
 	e->bytes = loc->bytes;
 	e->llc_bytes = (int64) loc->llc_bytes;
 	strlcpy(e->basis, loc->basis, sizeof(e->basis));
+	if (adm->gated)
+	{
+		e->admit_seq = adm->admit_seq;
+		e->admitted = adm->admitted;
+		e->released = adm->released;
+		e->waited_ms = adm->waited_ms;
+	}
 	if (queryDesc->sourceText)
 	{
 		/* this statement only, when the string holds several */
@@ -220,8 +233,8 @@ mccdb_recent_queries(PG_FUNCTION_ARGS)
 	for (i = 0; i < n; i++)
 	{
 		RecentQuery *e = &rows[i];
-		Datum		values[11];
-		bool		nulls[11] = {0};
+		Datum		values[15];
+		bool		nulls[15] = {0};
 		double		actual = 0;
 		bool		have_actual = false;
 		int			j;
@@ -245,7 +258,15 @@ mccdb_recent_queries(PG_FUNCTION_ARGS)
 		nulls[7] = !have_actual;
 		values[8] = Int64GetDatum(e->llc_bytes);
 		values[9] = Int32GetDatum(e->ntables);
-		values[10] = CStringGetTextDatum(e->query);
+		values[10] = Int64GetDatum(e->admit_seq);
+		nulls[10] = (e->admit_seq == 0);
+		values[11] = TimestampTzGetDatum(e->admitted);
+		nulls[11] = (e->admit_seq == 0);
+		values[12] = TimestampTzGetDatum(e->released);
+		nulls[12] = (e->admit_seq == 0);
+		values[13] = Float8GetDatum(e->waited_ms);
+		nulls[13] = (e->admit_seq == 0);
+		values[14] = CStringGetTextDatum(e->query);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

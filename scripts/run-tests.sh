@@ -87,18 +87,20 @@ start_test_cluster() {
 			{ record "ssb load at SF $SSB_SCALE" 1; return 1; }
 	fi
 	psql_q -d ssb -c "create extension if not exists mccdb" -c "create extension if not exists pgtap"
-	load_test_queries ssb "$MCCDB_ROOT"/benchmarks/ssb/queries/*.sql
+	psql_q -d ssb -c "drop table if exists mccdb_test_queries"
+	load_test_queries ssb ssb "$MCCDB_ROOT"/benchmarks/ssb/queries/*.sql
+	load_test_queries ssb plq "$MCCDB_ROOT"/benchmarks/plq/plq_*.sql
 }
 
-# The pgTAP tests run the SSB queries from a table: load the query files.
+# The pgTAP tests run the SSB and PLQ queries from a table: load the files.
 load_test_queries() {
-	local db=$1 f
-	shift
-	psql_q -d "$db" -c "create table if not exists mccdb_test_queries (name text primary key, sql text not null)" \
-		-c "truncate mccdb_test_queries"
+	local db=$1 suite=$2 f
+	shift 2
+	psql_q -d "$db" -c "create table if not exists mccdb_test_queries (suite text, name text, sql text not null, primary key (suite, name))" \
+		-c "delete from mccdb_test_queries where suite = '$suite'"
 	for f in "$@"; do
-		printf '%s\n' "insert into mccdb_test_queries values (:'name', :'sql');" |
-			psql_q -d "$db" -v name="$(basename "$f" .sql)" -v sql="$(cat "$f")"
+		printf '%s\n' "insert into mccdb_test_queries values (:'suite', :'name', :'sql');" |
+			psql_q -d "$db" -v suite="$suite" -v name="$(basename "$f" .sql)" -v sql="$(cat "$f")"
 	done
 }
 

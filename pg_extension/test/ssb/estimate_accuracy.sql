@@ -25,12 +25,12 @@ SELECT q.name,
 	   t ->> 'Relation' AS relation,
 	   (t ->> 'Estimated Bytes')::float8 AS est,
 	   (t ->> 'Actual Bytes')::float8 AS act
-  FROM mccdb_test_queries q,
+  FROM (SELECT * FROM mccdb_test_queries WHERE suite = 'ssb') q,
 	   LATERAL pg_temp.explain_analyze(q.sql) e,
 	   LATERAL json_array_elements(e -> 0 -> 'MCC-DB' -> 'Tables') t
  WHERE t ->> 'Kind' = 'Hash Join';
 
-SELECT is((SELECT count(*) FROM mccdb_test_queries), 13::bigint, 'the 13 SSB queries are loaded');
+SELECT is((SELECT count(*) FROM mccdb_test_queries WHERE suite = 'ssb'), 13::bigint, 'the 13 SSB queries are loaded');
 SELECT cmp_ok((SELECT count(DISTINCT name) FROM accuracy), '>=', 10::bigint,
 			  'at least 10 of the 13 SSB queries use hash joins at this scale');
 SELECT is((SELECT count(*) FROM accuracy WHERE act IS NULL), 0::bigint, 'every executed hash join has an actual size');
@@ -39,7 +39,7 @@ SELECT is((SELECT count(*) FROM accuracy WHERE act IS NULL), 0::bigint, 'every e
 SELECT ok(coalesce(worst, 0) <= 0.10,
 		  format('%s: %s hash joins, worst estimate error %s%%', q.name, coalesce(n, 0),
 				 round(coalesce(worst, 0)::numeric * 100, 1)))
-  FROM mccdb_test_queries q
+  FROM (SELECT * FROM mccdb_test_queries WHERE suite = 'ssb') q
   LEFT JOIN (SELECT name, count(*) AS n, max(abs(est - act) / act) AS worst
 			   FROM accuracy GROUP BY name) a USING (name)
  ORDER BY q.name;

@@ -1,0 +1,254 @@
+/*-------------------------------------------------------------------------
+ *
+ * plan_choice.c
+ *		Cache-aware plan selection (MCC-DB sections 5.1 and 6.3): plan a
+ *		query several ways, keep the plans whose cost is within
+ *		mccdb.cost_slack of the cheapest, and pick one by locality.
+ *
+ * Candidates differ in their physical joins: PostgreSQL's standard plan, a
+ * hash-join plan (nested loops and merge joins disabled) and an
+ * index-nested-loop plan (hash and merge joins, materialize and memoize
+ * disabled).  A disabled method the planner still had to use costs
+ * disable_cost per node; that is stripped before costs are compared, so a
+ * forced plan competes with its real cost.
+ *
+ * Policies (mccdb.plan_policy):
+ *	sls		the cheapest strong candidate, else the cheapest weak one (it
+ *			neither hurts nor is hurt by a weak co-runner), else moderate;
+ *	mls		keep the two queues (strong/moderate, weak) balanced, counting the
+ *			queries waiting and running now: choose from the shorter queue,
+ *			with strong first when they are even; if that queue has no
+ *			candidate, the cheapest plan;
+ *	off		PostgreSQL's plan, untouched.
+ * Whatever plan is chosen computes the same rows: only join methods differ.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/parallel.h"
+#include "admission.h"
+#include "commands/extension.h"
+#include "mccdb.h"
+#include "optimizer/cost.h"
+#include "optimizer/planner.h"
+#include "plan_choice.h"
+#include "utils/guc.h"
+
+static planner_hook_type prev_planner = NULL;
+
+/* The decision for the plan returned last (for EXPLAIN). */
+static MccdbPlanChoice last_choice;
+
+/* True while planning candidates: the inner planner calls pass straight through. */
+static bool planning_candidates = false;
+
+typedef struct CandidateKind
+{
+	const char *name;
+	const char *disable[5];		/* enable_* GUCs turned off */
+} CandidateKind;
+
+static const CandidateKind candidate_kinds[MCCDB_MAX_CANDIDATES] = {
+	{"standard", {NULL}},
+	{"hash join", {"enable_nestloop", "enable_mergejoin", NULL}},
+	{"index join", {"enable_hashjoin", "enable_mergejoin", "enable_material",
+	"enable_memoize", NULL}},
+};
+
+static PlannedStmt *
+next_planner(Query *parse, const char *query_string, int cursorOptions,
+			 ParamListInfo boundParams)
+{
+	if (prev_planner)
+		return prev_planner(parse, query_string, cursorOptions, boundParams);
+	return standard_planner(parse, query_string, cursorOptions, boundParams);
+}
+
+/* A plan's cost without the disable_cost that enable_* = off adds per node. */
+Cost
+mccdb_real_cost(Plan *plan)
+{
+	Cost		c = plan->total_cost;
+
+	return c - floor(c / disable_cost) * disable_cost;
+}
+
+/* Plan a copy of the query with some join methods disabled. */
+static PlannedStmt *
+plan_candidate(const CandidateKind *kind, Query *parse, const char *query_string,
+			   int cursorOptions, ParamListInfo boundParams)
+{
+	int			nestlevel = NewGUCNestLevel();
+	PlannedStmt *plan;
+	int			i;
+
+	for (i = 0; kind->disable[i] != NULL; i++)
+		(void) set_config_option(kind->disable[i], "off", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	PG_TRY();
+	{
+		plan = next_planner(copyObject(parse), query_string, cursorOptions,
+							boundParams);
+	}
+	PG_FINALLY();
+	{
+		AtEOXact_GUC(true, nestlevel);
+	}
+	PG_END_TRY();
+	return plan;
+}
+
+void
+mccdb_generate_candidates(Query *parse, const char *query_string,
+						  int cursorOptions, ParamListInfo boundParams,
+						  MccdbPlanChoice *choice)
+{
+	Cost		cheapest = 0;
+	int			i;
+
+	memset(choice, 0, sizeof(*choice));
+	planning_candidates = true;
+	PG_TRY();
+	{
+		for (i = 0; i < MCCDB_MAX_CANDIDATES; i++)
+		{
+			MccdbCandidate *c = &choice->candidates[i];
+			MccdbLocality loc;
+
+			c->name = candidate_kinds[i].name;
+			c->plan = plan_candidate(&candidate_kinds[i], parse, query_string,
+									 cursorOptions, boundParams);
+			c->cost = mccdb_real_cost(c->plan->planTree);
+			mccdb_estimate_locality(c->plan, &loc);
+			c->cls = loc.cls;
+			c->bytes = loc.bytes;
+			if (i == 0 || c->cost < cheapest)
+				cheapest = c->cost;
+		}
+	}
+	PG_FINALLY();
+	{
+		planning_candidates = false;
+	}
+	PG_END_TRY();
+
+	choice->ncandidates = MCCDB_MAX_CANDIDATES;
+	for (i = 0; i < choice->ncandidates; i++)
+		choice->candidates[i].kept =
+			choice->candidates[i].cost <= cheapest * (1.0 + mccdb_cost_slack);
+}
+
+/* The cheapest kept candidate of a class (-1: any class), or -1. */
+static int
+cheapest_of(const MccdbPlanChoice *choice, int cls)
+{
+	int			best = -1;
+	int			i;
+
+	for (i = 0; i < choice->ncandidates; i++)
+	{
+		const MccdbCandidate *c = &choice->candidates[i];
+
+		if (!c->kept || (cls >= 0 && (int) c->cls != cls))
+			continue;
+		/* ties go to the earlier kind: the standard plan first */
+		if (best < 0 || c->cost < choice->candidates[best].cost)
+			best = i;
+	}
+	return best;
+}
+
+static void
+choose(MccdbPlanChoice *choice, MccdbPlanPolicy policy)
+{
+	int			pick = -1;
+
+	choice->policy = policy;
+	if (policy == MCCDB_PLAN_SLS)
+	{
+		if ((pick = cheapest_of(choice, MCCDB_STRONG)) >= 0)
+			choice->reason = "strong first";
+		else if ((pick = cheapest_of(choice, MCCDB_WEAK)) >= 0)
+			choice->reason = "no strong candidate: weak";
+		else if ((pick = cheapest_of(choice, MCCDB_MODERATE)) >= 0)
+			choice->reason = "only moderate candidates";
+	}
+	else
+	{
+		int			strong_moderate,
+					weak;
+
+		mccdb_admission_queue_counts(&strong_moderate, &weak);
+		if (weak < strong_moderate)
+		{
+			if ((pick = cheapest_of(choice, MCCDB_WEAK)) >= 0)
+				choice->reason = "weak queue is shorter";
+		}
+		else
+		{
+			if ((pick = cheapest_of(choice, MCCDB_STRONG)) < 0)
+				pick = cheapest_of(choice, MCCDB_MODERATE);
+			if (pick >= 0)
+				choice->reason = weak > strong_moderate ?
+					"strong/moderate queue is shorter" : "queues even: strong first";
+		}
+	}
+	if (pick < 0)
+	{
+		pick = cheapest_of(choice, -1);
+		choice->reason = "no candidate of the wanted class: cheapest";
+	}
+	choice->chosen = pick;
+	choice->chosen_plan = choice->candidates[pick].plan;
+}
+
+/* Base relations in the range table: plan choice only matters with joins. */
+static bool
+has_join(Query *parse)
+{
+	ListCell   *lc;
+	int			n = 0;
+
+	foreach(lc, parse->rtable)
+		if (((RangeTblEntry *) lfirst(lc))->rtekind == RTE_RELATION)
+			n++;
+	return n >= 2;
+}
+
+static PlannedStmt *
+mccdb_planner(Query *parse, const char *query_string, int cursorOptions,
+			  ParamListInfo boundParams)
+{
+	MccdbPlanChoice choice;
+
+	if (!planning_candidates)
+		memset(&last_choice, 0, sizeof(last_choice));
+	if (planning_candidates || mccdb_plan_policy == MCCDB_PLAN_OFF ||
+		mccdb_exec_nested_level > 0 || IsParallelWorker() || creating_extension ||
+		parse->commandType != CMD_SELECT || !has_join(parse))
+		return next_planner(parse, query_string, cursorOptions, boundParams);
+
+	mccdb_generate_candidates(parse, query_string, cursorOptions, boundParams,
+							  &choice);
+	choose(&choice, (MccdbPlanPolicy) mccdb_plan_policy);
+	last_choice = choice;
+	return choice.chosen_plan;
+}
+
+const MccdbPlanChoice *
+mccdb_last_plan_choice(PlannedStmt *plan)
+{
+	if (plan == NULL || last_choice.chosen_plan != plan)
+		return NULL;
+	return &last_choice;
+}
+
+void
+mccdb_plan_choice_install(void)
+{
+	prev_planner = planner_hook;
+	planner_hook = mccdb_planner;
+}

@@ -1,0 +1,55 @@
+/*-------------------------------------------------------------------------
+ *
+ * plan_choice.h
+ *		Cache-aware plan selection (MCC-DB sections 5.1 and 6.3).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MCCDB_PLAN_CHOICE_H
+#define MCCDB_PLAN_CHOICE_H
+
+#include "locality.h"
+#include "nodes/params.h"
+#include "nodes/parsenodes.h"
+
+typedef enum MccdbPlanPolicy
+{
+	MCCDB_PLAN_OFF,				/* PostgreSQL's own choice */
+	MCCDB_PLAN_SLS,				/* strong, else weak, else moderate */
+	MCCDB_PLAN_MLS				/* balance the two queues */
+} MccdbPlanPolicy;
+
+#define MCCDB_MAX_CANDIDATES 3
+
+typedef struct MccdbCandidate
+{
+	const char *name;			/* "standard", "hash join", "index join" */
+	PlannedStmt *plan;
+	Cost		cost;			/* without disable_cost */
+	MccdbLocalityClass cls;
+	double		bytes;
+	bool		kept;			/* within mccdb.cost_slack of the cheapest */
+} MccdbCandidate;
+
+typedef struct MccdbPlanChoice
+{
+	PlannedStmt *chosen_plan;
+	int			chosen;			/* index into candidates */
+	int			ncandidates;
+	MccdbPlanPolicy policy;
+	const char *reason;
+	MccdbCandidate candidates[MCCDB_MAX_CANDIDATES];
+} MccdbPlanChoice;
+
+extern void mccdb_plan_choice_install(void);
+extern Cost mccdb_real_cost(Plan *plan);
+
+/* Plan the query once per candidate kind and mark those within the slack. */
+extern void mccdb_generate_candidates(Query *parse, const char *query_string,
+									  int cursorOptions, ParamListInfo boundParams,
+									  MccdbPlanChoice *choice);
+
+/* The choice made for the plan the planner returned last, or NULL. */
+extern const MccdbPlanChoice *mccdb_last_plan_choice(PlannedStmt *plan);
+
+#endif							/* MCCDB_PLAN_CHOICE_H */
