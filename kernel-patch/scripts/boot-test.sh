@@ -117,7 +117,8 @@ if [ -n "$summary" ]; then
 	fi
 fi
 # Trouble the guest could not report itself (e.g. an oops that killed init).
-if grep -a -q -E 'Kernel panic|BUG:|Oops|KASAN:|WARNING:.*at ' "$clean" && [ -z "$summary" ]; then
+if grep -a -E 'Kernel panic|BUG:|Oops|KASAN:|WARNING:.*at ' "$clean" | grep -a -q -v -E '^(ok|not ok|#) ' &&
+	[ -z "$summary" ]; then
 	reasons+=("kernel trouble on the console")
 fi
 if [ "$n_notok" -gt 0 ]; then
@@ -132,7 +133,8 @@ fi
 echo "---------------------------------------------------------------------"
 echo "$results" | sed 's/^/boot-test: program /'
 grep -a -E '^not ok [0-9]+ ' "$clean" | sed 's/^/boot-test: /'
-grep -a -E 'BUG:|WARNING:|Oops|KASAN|Kernel panic|Huh VM_FAULT_OOM' "$clean" | head -20 | sed 's/^/boot-test: console: /'
+grep -a -E 'BUG:|WARNING:|Oops|KASAN|Kernel panic|Huh VM_FAULT_OOM' "$clean" | grep -a -v -E '^(ok|not ok|#) ' |
+	head -20 | sed 's/^/boot-test: console: /'
 echo "boot-test: ${summary:-no summary}"
 echo "boot-test: TAP: $n_ok ok ($n_skip skipped), $n_notok not ok; probe: ${probe:-?}; wall ${secs}s; log $log"
 if [ "$fail" = 0 ]; then

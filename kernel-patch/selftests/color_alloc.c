@@ -120,8 +120,12 @@ static char *shared_area;
 static int child_shared(void *arg)
 {
 	(void)arg;
-	/* Second half is not populated yet: fault it in from the child. */
-	pc_touch(shared_area + NPAGES / 2 * pc_page_size, NPAGES / 2);
+	/*
+	 * Second half is not populated yet: fault it in from the child.  The
+	 * first half is in the shmem object but not mapped in the child (fork
+	 * does not copy page tables of shared mappings): touch it too.
+	 */
+	pc_touch(shared_area, NPAGES);
 	return pc_range_ok(shared_area, NPAGES, &setA, "shared anon from child");
 }
 
@@ -201,14 +205,14 @@ static int exec_child(void)
 
 int main(int argc, char **argv)
 {
-	char *p, *q;
+	char *p, *q, *h;
 	int fd, i, ok;
 	struct pc_check r;
 	FILE *f;
 
 	if (argc > 1 && strcmp(argv[1], "--exec-check") == 0)
 		return exec_check();
-	pc_init(21);
+	pc_init(22);
 	make_sets();
 
 	/* 1 */
@@ -335,7 +339,8 @@ int main(int argc, char **argv)
 	/* 16: transparent huge pages are not used for coloured ranges */
 	{
 		size_t n = 1024; /* 4 MiB: room for an aligned 2 MiB THP */
-		char *h = map_anon(n, MAP_PRIVATE);
+
+		h = map_anon(n, MAP_PRIVATE);
 
 		madvise(h, n * pc_page_size, MADV_HUGEPAGE);
 		ok = bind_range(h, n, &setA, 0) == 0;
@@ -345,7 +350,39 @@ int main(int argc, char **argv)
 		munmap(h, n * pc_page_size);
 	}
 
-	/* 17, 18: task default policy */
+	/* 17: compaction must not move coloured pages to other colours */
+	{
+		size_t n = 4 * NPAGES;
+		int fd2 = open("/proc/sys/vm/compact_memory", O_WRONLY);
+
+		if (fd2 < 0) {
+			tap_skip("compaction keeps colours (no /proc/sys/vm/compact_memory)");
+		} else {
+			char *junk = map_anon(16 * NPAGES, MAP_PRIVATE);
+
+			h = map_anon(n, MAP_PRIVATE);
+			ok = bind_range(h, n, &setA, 0) == 0;
+			/* interleave with uncoloured pages, then free those:
+			 * leaves holes for compaction to fill */
+			for (i = 0; i < (int)n; i++) {
+				h[(size_t)i * pc_page_size] = 1;
+				junk[(size_t)(4 * i) * pc_page_size] = 1;
+				junk[(size_t)(4 * i + 1) * pc_page_size] = 1;
+				junk[(size_t)(4 * i + 2) * pc_page_size] = 1;
+				junk[(size_t)(4 * i + 3) * pc_page_size] = 1;
+			}
+			munmap(junk, 16 * NPAGES * pc_page_size);
+			ok = ok && pc_range_ok(h, n, &setA, "before compaction");
+			if (write(fd2, "1", 1) != 1)
+				tap_diag("compact_memory: %s", strerror(errno));
+			close(fd2);
+			tap_ok(ok && pc_range_ok(h, n, &setA, "after compaction"),
+			       "compaction keeps coloured pages in their colours");
+			munmap(h, n * pc_page_size);
+		}
+	}
+
+	/* 18, 19: task default policy */
 	ok = pagecolor_set_policy(COLOR_MODE_BIND, &setB) == 0;
 	tap_ok(ok && policy_is(NULL, 0, COLOR_MODE_BIND, &setB),
 	       "set_color_policy: task default reported back");

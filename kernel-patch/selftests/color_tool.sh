@@ -28,9 +28,9 @@ echo "$out" | grep -q "^task default: preferred 1,3$"; ok $(( rc | $? )) "--pref
 echo "$out" | grep -q -E "^[0-9a-f]+-[0-9a-f]+ preferred 1,3( N[0-9]+=[0-9]+)*$"; ok $? "/proc/self/color_maps lines follow the documented format"
 pagecolor --colors=$nr -- true 2>/dev/null; ok $(( $? != 1 )) "colour $nr (beyond nr_colors) is a usage error (exit 1)"
 pagecolor --colors=0 -- /nonexistent 2>/dev/null; ok $(( $? != 127 )) "exec failure exits 127"
-sleep 5 & pid=$!
-pagecolor --show $pid > /tmp/show.out; rc=$?
-kill $pid 2>/dev/null
-grep -q -E "^[0-9a-f]+-[0-9a-f]+ default 0-$((nr - 1))" /tmp/show.out; ok $(( rc | $? )) "pagecolor --show PID prints another process's color_maps"
+pagecolor --show 1 > /tmp/show.out 2>&1; rc=$?
+grep -q -E "^[0-9a-f]+-[0-9a-f]+ default 0-$((nr - 1))" /tmp/show.out; r2=$?
+[ $((rc | r2)) = 0 ] || head -5 /tmp/show.out | sed 's/^/# /'
+ok $((rc | r2)) "pagecolor --show 1 prints another process's (init's) color_maps"
 echo "# Totals: pass:$((n - fail)) fail:$fail"
 [ $fail = 0 ]

@@ -218,7 +218,7 @@ long long pc_memfree_pages(void)
 {
 	FILE *f = fopen("/proc/meminfo", "r");
 	char line[256];
-	long long kb = -1;
+	long long kb = -1, pcp = 0, v;
 
 	if (!f)
 		return -1;
@@ -226,7 +226,21 @@ long long pc_memfree_pages(void)
 		if (sscanf(line, "MemFree: %lld kB", &kb) == 1)
 			break;
 	fclose(f);
-	return kb < 0 ? -1 : kb * 1024 / pc_page_size;
+	if (kb < 0)
+		return -1;
+	/*
+	 * Free pages on the per-CPU lists are not in MemFree; after a burst of
+	 * frees they hold thousands of pages (pcp "high" is ~14000 pages for a
+	 * 1 GiB zone and one CPU).  Count them as free.
+	 */
+	f = fopen("/proc/zoneinfo", "r");
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, " count: %lld", &v) == 1)
+				pcp += v;
+		fclose(f);
+	}
+	return kb * 1024 / pc_page_size + pcp;
 }
 
 void pc_settle(void)

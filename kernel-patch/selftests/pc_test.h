@@ -70,7 +70,7 @@ int pc_dmesg_trouble(void);
 
 /* Sum of per-colour free pages (the sysfs file), -1 on error. */
 long long pc_free_total(unsigned long *counts, int max);
-/* MemFree from /proc/meminfo in pages, -1 on error. */
+/* Free pages: MemFree plus the per-CPU free lists (/proc/zoneinfo), -1 on error. */
 long long pc_memfree_pages(void);
 /* Drop caches / compact if available, then sleep a little. */
 void pc_settle(void);
