@@ -114,6 +114,11 @@ test_extension() {
 	psql_q -d mccdb_tap -c "create extension if not exists mccdb" -c "create extension if not exists pgtap"
 	run_pgtap_dir "$MCCDB_ROOT/pg_extension/test" mccdb_tap
 	run_pgtap_dir "$MCCDB_ROOT/pg_extension/test/ssb" ssb
+	pg_env test
+	"$PY" -m pytest -q "$MCCDB_ROOT/pg_extension/test/concurrency" >"$LOGDIR/concurrency.log" 2>&1
+	local rc=$?
+	[ $rc -eq 0 ] || cat "$LOGDIR/concurrency.log"
+	record "pytest scheduler concurrency" $rc
 }
 
 test_ssb() {

@@ -1,0 +1,260 @@
+"""Co-scheduling behaviour of mccdb against a real server, many sessions.
+
+Needs the `test` cluster of scripts/run-tests.sh (libpq environment set,
+database `ssb` loaded, mccdb_test_queries filled).  The scheduler settings
+are server-wide (PGC_SIGHUP): each test sets them with ALTER SYSTEM, and a
+fixture resets them afterwards.
+"""
+import random
+import threading
+import time
+
+import psycopg
+import pytest
+
+DB = "ssb"
+HASH = ["set enable_nestloop = off", "set enable_mergejoin = off"]
+INDEX = ["set enable_hashjoin = off", "set enable_mergejoin = off",
+         "set enable_bitmapscan = off", "set enable_memoize = off",
+         "set enable_material = off"]
+
+
+def connect(**kw):
+    return psycopg.connect(dbname=DB, autocommit=True, **kw)
+
+
+def query(conn, name, suite="plq"):
+    sql = conn.execute("select sql from mccdb_test_queries where suite = %s and name = %s",
+                       (suite, name)).fetchone()[0]
+    return sql.strip().rstrip(";")
+
+
+def configure(ctl, **settings):
+    for k, v in settings.items():
+        ctl.execute(f"alter system set mccdb.{k} = '{v}'")
+    ctl.execute("select pg_reload_conf()")
+    # sessions opened from now on see the new values; wait for the server
+    for _ in range(100):
+        with connect() as c:
+            if all(str(c.execute(f"show mccdb.{k}").fetchone()[0]).startswith(str(v))
+                   for k, v in settings.items() if k != "max_wait"):
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"settings not visible after reload: {settings}")
+
+
+def wait_until(ctl, sql, want, timeout=30.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        got = ctl.execute(sql).fetchone()[0]
+        if got == want:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {sql!r} = {want!r} (last {got!r})")
+
+
+@pytest.fixture
+def ctl():
+    with connect() as c:
+        c.execute("select mccdb_hold_admission(false)")
+        yield c
+        c.execute("select mccdb_hold_admission(false)")
+        for k in ("schedule", "corun_slots", "max_wait"):
+            c.execute(f"alter system reset mccdb.{k}")
+        c.execute("select pg_reload_conf()")
+
+
+def run_session(sql, settings, errors, tag):
+    try:
+        with connect() as c:
+            c.execute("set max_parallel_workers_per_gather = 0")
+            for s in settings:
+                c.execute(s)
+            c.execute(f"/* {tag} */ " + sql)
+    except Exception as e:  # reported by the test
+        errors.append((tag, e))
+
+
+def batch(ctl, policy, sql_hash, sql_index):
+    """Submit two hash-join and two index-join instances together, 2 slots."""
+    configure(ctl, schedule=policy, corun_slots=2, max_wait="10min")
+    ctl.execute("select mccdb_recent_reset()")
+    ctl.execute("select mccdb_hold_admission(true)")
+    errors, threads = [], []
+    for i, (kind, sql, settings) in enumerate([("hash", sql_hash, HASH), ("index", sql_index, INDEX),
+                                               ("hash", sql_hash, HASH), ("index", sql_index, INDEX)]):
+        t = threading.Thread(target=run_session,
+                             args=(sql, settings, errors, f"batch-{policy}-{kind}-{i}"))
+        t.start()
+        threads.append(t)
+    wait_until(ctl, "select count(*) from mccdb_queue where state = 'waiting'", 4)
+    queued = ctl.execute("select locality from mccdb_queue order by arrival").fetchall()
+    waiting_events = ctl.execute(
+        "select count(*) from pg_stat_activity a join mccdb_queue q using (pid) "
+        "where a.wait_event_type = 'Extension'").fetchone()[0]
+    ctl.execute("select mccdb_hold_admission(false)")
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    runs = ctl.execute(
+        "select query, admit_seq, admitted, released from mccdb_recent_queries "
+        "where query like %s order by admit_seq", (f"/* batch-{policy}-%",)).fetchall()
+    return queued, waiting_events, runs
+
+
+def kind(run):
+    return "hash" if "-hash-" in run[0] else "index"
+
+
+def overlapping_pairs(runs):
+    pairs = []
+    for i, a in enumerate(runs):
+        for b in runs[i + 1:]:
+            if a[2] < b[3] and b[2] < a[3]:
+                pairs.append(tuple(sorted((kind(a), kind(b)))))
+    return pairs
+
+
+def test_waiting_queries_are_visible_in_queue_and_pg_stat_activity(ctl):
+    sql = query(ctl, "plq_04")
+    queued, waiting_events, runs = batch(ctl, "sls", sql, sql)
+    assert len(queued) == 4
+    assert waiting_events == 4, "every waiting backend shows wait event type Extension"
+    assert len(runs) == 4 and all(r[1] is not None for r in runs), "all four were admitted"
+
+
+def test_sls_runs_hash_with_hash_then_index_with_index(ctl):
+    sql = query(ctl, "plq_04")
+    queued, _, runs = batch(ctl, "sls", sql, sql)
+    assert sorted(q[0] for q in queued) == ["strong", "strong", "weak", "weak"]
+    assert [kind(r) for r in runs[:2]] == ["hash", "hash"], runs
+    assert overlapping_pairs(runs), "some queries ran together"
+    assert ("hash", "index") not in overlapping_pairs(runs), "SLS never mixes the queues"
+
+
+def test_mls_runs_hash_with_index_twice(ctl):
+    sql = query(ctl, "plq_04")
+    _, _, runs = batch(ctl, "mls", sql, sql)
+    assert sorted(kind(r) for r in runs[:2]) == ["hash", "index"], runs
+    pairs = overlapping_pairs(runs)
+    assert pairs, "some queries ran together"
+    assert set(pairs) == {("hash", "index")}, f"MLS co-runs one of each queue: {pairs}"
+
+
+def test_mls_plan_choice_splits_four_instances_into_two_of_each_class(ctl):
+    # a query whose strong/moderate and weak plans both cost within the slack
+    with connect() as c:
+        c.execute("set max_parallel_workers_per_gather = 0")
+        names = [r[0] for r in c.execute(
+            "select name from mccdb_test_queries q where suite = 'ssb' and "
+            "(select count(distinct locality = 'weak') from mccdb_plan_candidates("
+            "rtrim(btrim(q.sql, E' \\n\\t'), ';')) where kept) = 2 order by name").fetchall()]
+    assert names, "an SSB query with kept candidates of both queues exists"
+    sql = query(ctl, names[0], suite="ssb")
+    configure(ctl, schedule="mls", corun_slots=2, max_wait="10min")
+    ctl.execute("select mccdb_hold_admission(true)")
+    errors, threads = [], []
+    for i in range(4):
+        t = threading.Thread(target=run_session,
+                             args=(sql, ["set mccdb.plan_policy = mls"], errors, f"split-{i}"))
+        t.start()
+        threads.append(t)
+        # plan one at a time: each sees the queue the previous ones made
+        wait_until(ctl, "select count(*) from mccdb_queue", i + 1)
+    classes = [r[0] for r in ctl.execute("select queue from mccdb_queue order by arrival")]
+    ctl.execute("select mccdb_hold_admission(false)")
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    assert sorted(classes) == ["strong/moderate", "strong/moderate", "weak", "weak"], classes
+
+
+@pytest.mark.parametrize("how", ["cancel", "statement_timeout", "terminate"])
+def test_interrupts_end_the_wait_at_once(ctl, how):
+    configure(ctl, schedule="mls", corun_slots=2, max_wait="10min")
+    ctl.execute("select mccdb_hold_admission(true)")
+    sql = query(ctl, "plq_04")
+    result = {}
+
+    def waiter():
+        try:
+            with connect() as c:
+                if how == "statement_timeout":
+                    c.execute("set statement_timeout = '300ms'")
+                result["pid"] = c.info.backend_pid
+                t0 = time.time()
+                try:
+                    c.execute("/* interrupt */ " + sql)
+                    result["outcome"] = "ran"
+                except psycopg.Error as e:
+                    result["outcome"] = type(e).__name__
+                result["seconds"] = time.time() - t0
+        except psycopg.Error as e:
+            result.setdefault("outcome", type(e).__name__)
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    wait_until(ctl, "select count(*) from mccdb_queue where state = 'waiting'", 1)
+    t0 = time.time()
+    if how == "cancel":
+        ctl.execute("select pg_cancel_backend(%s)", (result["pid"],))
+    elif how == "terminate":
+        ctl.execute("select pg_terminate_backend(%s)", (result["pid"],))
+    t.join(30)
+    ended = time.time() - t0
+    assert result["outcome"] != "ran", result
+    assert ended < 5, f"the wait ended {ended:.1f} s after the {how}"
+    wait_until(ctl, "select count(*) from mccdb_queue", 0, timeout=5)
+    assert ctl.execute("select used_slots from mccdb_scheduler()").fetchone()[0] == 0
+
+
+def test_storm_of_cancels_and_terminations_leaves_no_slot_held(ctl):
+    configure(ctl, schedule="mls", corun_slots=2, max_wait="2s")
+    sqls = [query(ctl, "plq_02"), query(ctl, "plq_08")]
+    stop = time.time() + 8
+    pids, lock = set(), threading.Lock()
+    completed = []
+
+    def client(i):
+        rnd = random.Random(i)
+        while time.time() < stop:
+            pid = None
+            try:
+                with connect() as c:
+                    pid = c.info.backend_pid
+                    with lock:
+                        pids.add(pid)
+                    c.execute("set max_parallel_workers_per_gather = 0")
+                    for s in (HASH if i % 2 else INDEX):
+                        c.execute(s)
+                    if rnd.random() < 0.3:
+                        c.execute("set statement_timeout = '%dms'" % rnd.randint(50, 400))
+                    for _ in range(3):
+                        c.execute(rnd.choice(sqls))
+                        completed.append(i)
+            except psycopg.Error:
+                pass
+            finally:
+                if pid is not None:
+                    with lock:
+                        pids.discard(pid)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+    rnd = random.Random(42)
+    signals = 0
+    while time.time() < stop:
+        with lock:
+            victims = list(pids)
+        if victims:
+            fn = rnd.choice(["pg_cancel_backend", "pg_terminate_backend"])
+            ctl.execute(f"select {fn}(%s)", (rnd.choice(victims),))
+            signals += 1
+        time.sleep(0.05)
+    for t in threads:
+        t.join(120)
+    assert signals > 50, "the storm sent signals"
+    assert completed, "some queries completed despite the storm"
+    wait_until(ctl, "select count(*) from mccdb_queue", 0, timeout=10)
+    assert ctl.execute("select used_slots from mccdb_scheduler()").fetchone()[0] == 0
