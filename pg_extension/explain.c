@@ -29,6 +29,7 @@ static ExplainOneQuery_hook_type prev_ExplainOneQuery = NULL;
 /* The EXPLAIN in progress, if any; reset on error by PG_FINALLY. */
 static ExplainState *current_es = NULL;
 static PlannedStmt *current_plan = NULL;
+static bool planning_for_explain = false;
 
 /* The standard planning step of ExplainOneQuery() (static in explain.c). */
 static void
@@ -46,7 +47,16 @@ explain_one_query(Query *query, int cursorOptions, IntoClause *into,
 		bufusage_start = pgBufferUsage;
 	INSTR_TIME_SET_CURRENT(planstart);
 
-	plan = pg_plan_query(query, queryString, cursorOptions, params);
+	planning_for_explain = true;
+	PG_TRY();
+	{
+		plan = pg_plan_query(query, queryString, cursorOptions, params);
+	}
+	PG_FINALLY();
+	{
+		planning_for_explain = false;
+	}
+	PG_END_TRY();
 
 	INSTR_TIME_SET_CURRENT(planduration);
 	INSTR_TIME_SUBTRACT(planduration, planstart);
@@ -268,4 +278,14 @@ bool
 mccdb_explain_wants(QueryDesc *queryDesc)
 {
 	return current_es != NULL && queryDesc->plannedstmt == current_plan;
+}
+
+/*
+ * Is the planner running for EXPLAIN?  EXPLAIN shows the plan a client's
+ * statement would get, even when EXPLAIN itself runs inside a function.
+ */
+bool
+mccdb_planning_for_explain(void)
+{
+	return planning_for_explain;
 }

@@ -76,6 +76,9 @@ CREATE FUNCTION mccdb_recent_queries(
 	OUT admitted timestamptz,
 	OUT released timestamptz,
 	OUT waited_ms float8,
+	OUT llc_misses bigint,
+	OUT instructions bigint,
+	OUT cycles bigint,
 	OUT query text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME'
@@ -178,6 +181,34 @@ BEGIN
 	END LOOP;
 	RETURN n;
 END $$;
+
+CREATE FUNCTION mccdb_counters_status()
+RETURNS text
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION mccdb_counters_status() IS
+'Whether per-query hardware counters (mccdb.counters) can be read here, and if not why';
+
+CREATE FUNCTION mccdb_counter_encoding(event text, OUT type int, OUT config bigint)
+RETURNS record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION mccdb_counter_encoding(text) IS
+'How libpfm4 encodes a hardware event name for perf_event_open: perf_event_attr type and config';
+
+CREATE FUNCTION mccdb_partition(
+	OUT backend text,
+	OUT status text,
+	OUT buffer_pool_colors text,
+	OUT nr_colors int)
+RETURNS record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION mccdb_partition() IS
+'How the last-level cache is partitioned: page colours, resctrl, or unavailable and why';
 
 CREATE FUNCTION mccdb_recent_reset()
 RETURNS void

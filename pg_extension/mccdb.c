@@ -17,6 +17,9 @@
 #include "admission.h"
 #include "cache_geometry.h"
 #include "commands/extension.h"
+#include "counters.h"
+#include "partition.h"
+#include "storage/ipc.h"
 #include "executor/executor.h"
 #include "fmgr.h"
 #include "locality.h"
@@ -42,6 +45,11 @@ int			mccdb_schedule = MCCDB_SCHEDULE_OFF;
 int			mccdb_corun_slots = 0;
 int			mccdb_max_wait = 30000;
 double		mccdb_min_cost = 1000.0;
+bool		mccdb_counters = false;
+int			mccdb_partition_mode = MCCDB_PARTITION_AUTO;
+char	   *mccdb_buffer_pool_colors = NULL;
+char	   *mccdb_resctrl_path = NULL;
+int			mccdb_weak_cache_ways = 2;
 
 bool		mccdb_preloaded = false;
 int			mccdb_exec_nested_level = 0;
@@ -68,6 +76,14 @@ static const struct config_enum_entry schedule_options[] = {
 	{NULL, 0, false}
 };
 
+static const struct config_enum_entry partition_options[] = {
+	{"off", MCCDB_PARTITION_OFF, false},
+	{"auto", MCCDB_PARTITION_AUTO, false},
+	{NULL, 0, false}
+};
+
+static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static ExecutorRun_hook_type prev_ExecutorRun = NULL;
 static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
 static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
@@ -90,6 +106,33 @@ track_this_level(void)
 {
 	return mccdb_track == MCCDB_TRACK_ALL ||
 		(mccdb_track == MCCDB_TRACK_TOP && mccdb_exec_nested_level == 0);
+}
+
+/* Hardware counters start with the top-level query (counters.c). */
+static void
+mccdb_ExecutorStart(QueryDesc *queryDesc, int eflags)
+{
+	if (prev_ExecutorStart)
+		prev_ExecutorStart(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+	if (mccdb_exec_nested_level == 0 && !(eflags & EXEC_FLAG_EXPLAIN_ONLY) &&
+		!IsParallelWorker())
+	{
+		mccdb_partition_query_start(queryDesc->plannedstmt);
+		if (mccdb_counters)
+			mccdb_counters_start();
+	}
+}
+
+/* After all shared memory, including the buffer pool, exists (postmaster). */
+static void
+mccdb_shmem_startup(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	if (!IsUnderPostmaster)
+		mccdb_partition_startup();
 }
 
 /* Nesting depth, to tell top-level statements from those run by functions. */
@@ -218,6 +261,9 @@ mccdb_ExecutorEnd(QueryDesc *queryDesc)
 		MemoryContextDelete(cxt);
 	}
 
+	if (mccdb_exec_nested_level == 0 && !IsParallelWorker())
+		mccdb_partition_query_end();
+
 	if (prev_ExecutorEnd)
 		prev_ExecutorEnd(queryDesc);
 	else
@@ -311,6 +357,41 @@ define_gucs(void)
 							 1000.0, 0.0, 1e100,
 							 PGC_SUSET, 0,
 							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("mccdb.counters",
+							 "Counts LLC misses, instructions and cycles per query (perf_event, libpfm4).",
+							 "Where the PMU is not available the counters are NULL and the reason is logged once.",
+							 &mccdb_counters,
+							 false,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomEnumVariable("mccdb.partition",
+							 "Partitions the last-level cache between weak and strong plans.",
+							 "auto: page colours where the kernel has them, else resctrl where mounted, else nothing.",
+							 &mccdb_partition_mode,
+							 MCCDB_PARTITION_AUTO, partition_options,
+							 PGC_POSTMASTER, 0,
+							 NULL, NULL, NULL);
+	DefineCustomStringVariable("mccdb.buffer_pool_colors",
+							   "Page colours of the shared buffer pool and of weak plans, e.g. '0-3'.",
+							   "Empty means as few as hold the buffer pool in physical memory, plus 25%.",
+							   &mccdb_buffer_pool_colors,
+							   "",
+							   PGC_POSTMASTER, 0,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("mccdb.resctrl_path",
+							   "Where resctrl is mounted, for hardware cache allocation.",
+							   NULL,
+							   &mccdb_resctrl_path,
+							   "/sys/fs/resctrl",
+							   PGC_POSTMASTER, 0,
+							   NULL, NULL, NULL);
+	DefineCustomIntVariable("mccdb.weak_cache_ways",
+							"L3 ways a weak plan may use under resctrl.",
+							NULL,
+							&mccdb_weak_cache_ways,
+							2, 1, 64,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("mccdb");
 }
 
@@ -327,6 +408,10 @@ _PG_init(void)
 	mccdb_explain_install();
 	mccdb_plan_choice_install();
 
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = mccdb_shmem_startup;
+	prev_ExecutorStart = ExecutorStart_hook;
+	ExecutorStart_hook = mccdb_ExecutorStart;
 	prev_ExecutorRun = ExecutorRun_hook;
 	ExecutorRun_hook = mccdb_ExecutorRun;
 	prev_ExecutorFinish = ExecutorFinish_hook;

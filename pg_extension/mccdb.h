@@ -29,6 +29,11 @@ extern int	mccdb_schedule;
 extern int	mccdb_corun_slots;
 extern int	mccdb_max_wait;
 extern double mccdb_min_cost;
+extern bool mccdb_counters;
+extern int	mccdb_partition_mode;
+extern char *mccdb_buffer_pool_colors;
+extern char *mccdb_resctrl_path;
+extern int	mccdb_weak_cache_ways;
 
 typedef enum
 {
@@ -45,6 +50,7 @@ extern int	mccdb_exec_nested_level;
 /* explain.c */
 extern void mccdb_explain_install(void);
 extern bool mccdb_explain_wants(QueryDesc *queryDesc);
+extern bool mccdb_planning_for_explain(void);
 extern void mccdb_explain_executor_end(QueryDesc *queryDesc,
 									   struct MccdbLocality *loc);
 

@@ -227,7 +227,8 @@ mccdb_planner(Query *parse, const char *query_string, int cursorOptions,
 	if (!planning_candidates)
 		memset(&last_choice, 0, sizeof(last_choice));
 	if (planning_candidates || mccdb_plan_policy == MCCDB_PLAN_OFF ||
-		mccdb_exec_nested_level > 0 || IsParallelWorker() || creating_extension ||
+		(mccdb_exec_nested_level > 0 && !mccdb_planning_for_explain()) ||
+		IsParallelWorker() || creating_extension ||
 		parse->commandType != CMD_SELECT || !has_join(parse))
 		return next_planner(parse, query_string, cursorOptions, boundParams);
 

@@ -14,6 +14,7 @@
 #include "postgres.h"
 
 #include "admission.h"
+#include "counters.h"
 #include "funcapi.h"
 #include "locality.h"
 #include "mb/pg_wchar.h"
@@ -55,6 +56,8 @@ typedef struct RecentQuery
 	TimestampTz admitted;
 	TimestampTz released;
 	double		waited_ms;
+	bool		have_counters;
+	int64		counters[MCCDB_NCOUNTERS];	/* LLC misses, instructions, cycles */
 	char		query[RECENT_QUERY_TEXT_LEN];
 	int32		ntables;		/* may exceed RECENT_MAX_TABLES */
 	RecentTable tables[RECENT_MAX_TABLES];
@@ -164,6 +167,7 @@ mccdb_recent_record(QueryDesc *queryDesc, MccdbLocality *loc)
 		memcpy(e->query, text, len);
 		e->query[len] = '\0';
 	}
+	e->have_counters = mccdb_counters && mccdb_counters_stop(e->counters);
 	e->ntables = list_length(loc->tables);
 	foreach(lc, loc->tables)
 	{
@@ -233,8 +237,8 @@ mccdb_recent_queries(PG_FUNCTION_ARGS)
 	for (i = 0; i < n; i++)
 	{
 		RecentQuery *e = &rows[i];
-		Datum		values[15];
-		bool		nulls[15] = {0};
+		Datum		values[18];
+		bool		nulls[18] = {0};
 		double		actual = 0;
 		bool		have_actual = false;
 		int			j;
@@ -266,7 +270,12 @@ mccdb_recent_queries(PG_FUNCTION_ARGS)
 		nulls[12] = (e->admit_seq == 0);
 		values[13] = Float8GetDatum(e->waited_ms);
 		nulls[13] = (e->admit_seq == 0);
-		values[14] = CStringGetTextDatum(e->query);
+		for (j = 0; j < MCCDB_NCOUNTERS; j++)
+		{
+			values[14 + j] = Int64GetDatum(e->counters[j]);
+			nulls[14 + j] = !e->have_counters;
+		}
+		values[17] = CStringGetTextDatum(e->query);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

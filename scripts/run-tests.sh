@@ -114,6 +114,12 @@ test_extension() {
 	psql_q -d mccdb_tap -c "create extension if not exists mccdb" -c "create extension if not exists pgtap"
 	run_pgtap_dir "$MCCDB_ROOT/pg_extension/test" mccdb_tap
 	run_pgtap_dir "$MCCDB_ROOT/pg_extension/test/ssb" ssb
+	local rc
+	make -s -C "$MCCDB_ROOT/pg_extension" test/resctrl/test_resctrl >"$LOGDIR/resctrl.log" 2>&1 &&
+		"$MCCDB_ROOT/pg_extension/test/resctrl/test_resctrl" >>"$LOGDIR/resctrl.log" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] || cat "$LOGDIR/resctrl.log"
+	record "resctrl back end against a fake resctrl tree" $rc
 	pg_env test
 	"$PY" -m pytest -q "$MCCDB_ROOT/pg_extension/test/concurrency" >"$LOGDIR/concurrency.log" 2>&1
 	local rc=$?

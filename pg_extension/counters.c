@@ -1,0 +1,205 @@
+/*-------------------------------------------------------------------------
+ *
+ * counters.c
+ *		Hardware counters per query: LLC misses, instructions and cycles,
+ *		through perf_event_open(2) with events named through libpfm4 (the
+ *		cache-miss sampling of the DaMoN 2009 seed paper, per query).
+ *
+ * With mccdb.counters on, a top-level query opens the three counters for
+ * its own backend at ExecutorStart and reads them at ExecutorEnd; the
+ * values appear in mccdb_recent_queries.  Where the kernel or the CPU
+ * offers no PMU (virtual machines often do not), perf_event_open fails: the
+ * query runs as usual, its counters are NULL, and the reason is logged once
+ * per backend and shown by mccdb_counters_status().
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <linux/perf_event.h>
+#include <perfmon/pfmlib_perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "counters.h"
+#include "funcapi.h"
+#include "mccdb.h"
+#include "utils/builtins.h"
+
+/* libpfm4 names; the generic perf:: events exist on every CPU libpfm4 knows */
+static const char *const event_names[MCCDB_NCOUNTERS] = {
+	"perf::PERF_COUNT_HW_CACHE_MISSES",
+	"perf::PERF_COUNT_HW_INSTRUCTIONS",
+	"perf::PERF_COUNT_HW_CPU_CYCLES",
+};
+
+static bool pfm_ready = false;
+static char unavailable[256] = "";	/* why counters cannot be read here */
+static bool unavailable_logged = false;
+static int	fds[MCCDB_NCOUNTERS] = {-1, -1, -1};
+
+static bool
+init_pfm(void)
+{
+	int			ret;
+
+	if (pfm_ready)
+		return true;
+	ret = pfm_initialize();
+	if (ret != PFM_SUCCESS)
+	{
+		snprintf(unavailable, sizeof(unavailable), "libpfm4: %s", pfm_strerror(ret));
+		return false;
+	}
+	pfm_ready = true;
+	return true;
+}
+
+/* Encode a libpfm4 event name into a perf_event_attr; NULL on success, else why. */
+const char *
+mccdb_counter_encode(const char *name, struct perf_event_attr *attr)
+{
+	pfm_perf_encode_arg_t arg;
+	int			ret;
+
+	if (!init_pfm())
+		return unavailable;
+	memset(attr, 0, sizeof(*attr));
+	memset(&arg, 0, sizeof(arg));
+	arg.attr = attr;
+	arg.size = sizeof(arg);
+	ret = pfm_get_os_event_encoding(name, PFM_PLM3, PFM_OS_PERF_EVENT, &arg);
+	if (ret != PFM_SUCCESS)
+		return pfm_strerror(ret);
+	attr->size = sizeof(*attr);
+	return NULL;
+}
+
+static void
+close_all(void)
+{
+	int			i;
+
+	for (i = 0; i < MCCDB_NCOUNTERS; i++)
+		if (fds[i] >= 0)
+		{
+			close(fds[i]);
+			fds[i] = -1;
+		}
+}
+
+static void
+note_unavailable(const char *why)
+{
+	strlcpy(unavailable, why, sizeof(unavailable));
+	if (!unavailable_logged)
+	{
+		ereport(LOG,
+				(errmsg("mccdb: hardware counters are unavailable: %s", unavailable),
+				 errdetail("Queries run as usual; their counters in mccdb_recent_queries are NULL.")));
+		unavailable_logged = true;
+	}
+}
+
+void
+mccdb_counters_start(void)
+{
+	int			i;
+
+	close_all();
+	for (i = 0; i < MCCDB_NCOUNTERS; i++)
+	{
+		struct perf_event_attr attr;
+		const char *err = mccdb_counter_encode(event_names[i], &attr);
+
+		if (err)
+		{
+			note_unavailable(psprintf("%s: %s", event_names[i], err));
+			close_all();
+			return;
+		}
+		attr.disabled = 1;
+		attr.exclude_kernel = 1;
+		attr.exclude_hv = 1;
+		fds[i] = (int) syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+		if (fds[i] < 0)
+		{
+			note_unavailable(psprintf("perf_event_open(%s): %m", event_names[i]));
+			close_all();
+			return;
+		}
+	}
+	for (i = 0; i < MCCDB_NCOUNTERS; i++)
+	{
+		ioctl(fds[i], PERF_EVENT_IOC_RESET, 0);
+		ioctl(fds[i], PERF_EVENT_IOC_ENABLE, 0);
+	}
+}
+
+bool
+mccdb_counters_stop(int64 values[MCCDB_NCOUNTERS])
+{
+	int			i;
+	bool		ok = true;
+
+	if (fds[0] < 0)
+		return false;
+	for (i = 0; i < MCCDB_NCOUNTERS; i++)
+	{
+		uint64		v;
+
+		ioctl(fds[i], PERF_EVENT_IOC_DISABLE, 0);
+		if (read(fds[i], &v, sizeof(v)) != sizeof(v))
+			ok = false;
+		values[i] = (int64) v;
+	}
+	close_all();
+	return ok;
+}
+
+PG_FUNCTION_INFO_V1(mccdb_counters_status);
+PG_FUNCTION_INFO_V1(mccdb_counter_encoding);
+
+/* "available", or "unavailable: why" after a failed attempt in this backend. */
+Datum
+mccdb_counters_status(PG_FUNCTION_ARGS)
+{
+	int64		values[MCCDB_NCOUNTERS];
+
+	mccdb_require_preload();
+	if (unavailable[0] == '\0')
+	{
+		/* try once now, so the answer does not depend on history */
+		mccdb_counters_start();
+		(void) mccdb_counters_stop(values);
+	}
+	if (unavailable[0] != '\0')
+		PG_RETURN_TEXT_P(cstring_to_text(psprintf("unavailable: %s", unavailable)));
+	PG_RETURN_TEXT_P(cstring_to_text("available"));
+}
+
+/* How libpfm4 encodes an event name for perf_event_open: (type, config). */
+Datum
+mccdb_counter_encoding(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	struct perf_event_attr attr;
+	const char *err;
+	TupleDesc	tupdesc;
+	Datum		values[2];
+	bool		nulls[2] = {0};
+
+	mccdb_require_preload();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	err = mccdb_counter_encode(name, &attr);
+	if (err)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot encode hardware event \"%s\": %s", name, err),
+				 errhint("Event names are libpfm4's, e.g. perf::PERF_COUNT_HW_CACHE_MISSES.")));
+	values[0] = Int32GetDatum((int32) attr.type);
+	values[1] = Int64GetDatum((int64) attr.config);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}

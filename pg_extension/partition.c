@@ -1,0 +1,248 @@
+/*-------------------------------------------------------------------------
+ *
+ * partition.c
+ *		Cache partitioning (MCC-DB sections 6.1 and 6.2): page colours for
+ *		the buffer pool and hash tables through the kernel patch of
+ *		kernel-patch/ (libpagecolor), or, on machines with hardware cache
+ *		allocation, a resctrl group with few L3 ways for weak plans.
+ *
+ * Colours (as the paper does): at start-up the postmaster binds the shared
+ * buffer pool, before any backend touches it, to mccdb.buffer_pool_colors
+ * and makes those colours its task default, which every backend inherits.
+ * A strong or moderate plan may use all colours for its private memory
+ * while it runs: its backend's default becomes all colours at ExecutorStart
+ * and the buffer pool's again at ExecutorEnd (or at the next query's start
+ * after an error).  New pages only take the colours in force when they are
+ * first touched, so the hash table must be built in fresh pages: memory
+ * that glibc malloc or an AllocSet keeps for reuse keeps its old colours.
+ * Hence, while colouring is active, large allocations are served by mmap
+ * (M_MMAP_THRESHOLD fixed at 32 kB, so a dense hash chunk is a new
+ * mapping) and freed heap memory is returned with malloc_trim() before a
+ * strong plan starts.  A weak plan keeps the buffer pool's colours.
+ *
+ * resctrl (beyond the paper; Intel CAT, AMD L3 QoS): where colours are not
+ * available and mccdb.resctrl_path is a resctrl mount, a weak plan's
+ * backend joins the group "mccdb_weak" limited to mccdb.weak_cache_ways
+ * ways while it runs.  PostgreSQL's OS user must be allowed to write the
+ * group's tasks file.
+ *
+ * Neither: partitioning is reported unavailable, once in the log and in
+ * mccdb_partition(); nothing fails.  MLS then still pairs queries, without
+ * the protection (docs/design.md).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <malloc.h>
+#include <math.h>
+#include <unistd.h>
+
+#include "funcapi.h"
+#include "locality.h"
+#include "mccdb.h"
+#include "miscadmin.h"
+#include "pagecolor.h"
+#include "partition.h"
+#include "resctrl.h"
+#include "storage/bufmgr.h"
+#include "utils/builtins.h"
+
+#define RESCTRL_GROUP "mccdb_weak"
+
+typedef enum PartitionBackend
+{
+	PARTITION_NONE,
+	PARTITION_COLORS,
+	PARTITION_RESCTRL
+} PartitionBackend;
+
+/* Set in the postmaster at start-up; backends inherit them through fork. */
+static PartitionBackend backend = PARTITION_NONE;
+static char status[512] = "not started";
+static pagecolor_set_t pool_colors;
+static pagecolor_set_t all_colors;
+static int	nr_colors = 0;
+
+/* Per backend: what the running query changed. */
+static bool colors_widened = false;
+static bool in_weak_group = false;
+static bool warned = false;
+
+/* Colours the buffer pool needs: its size in physical memory, plus 25%. */
+static void
+auto_pool_colors(pagecolor_set_t *set)
+{
+	double		ram = (double) sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
+	double		pool = (double) NBuffers * BLCKSZ;
+	int			n = (int) ceil(1.25 * pool / (ram / nr_colors));
+	int			i;
+
+	n = Max(1, Min(n, nr_colors));
+	pagecolor_set_zero(set);
+	for (i = 0; i < n; i++)
+		pagecolor_set_add(set, i);
+}
+
+static bool
+start_colors(void)
+{
+	char		list[256];
+
+	nr_colors = pagecolor_nr_colors();
+	pagecolor_set_fill(&all_colors, nr_colors);
+	if (mccdb_buffer_pool_colors[0] != '\0')
+	{
+		if (pagecolor_set_parse(&pool_colors, mccdb_buffer_pool_colors, nr_colors) != 0)
+		{
+			snprintf(status, sizeof(status),
+					 "unavailable: mccdb.buffer_pool_colors \"%s\" is not a colour list within 0-%d",
+					 mccdb_buffer_pool_colors, nr_colors - 1);
+			return false;
+		}
+	}
+	else
+		auto_pool_colors(&pool_colors);
+	pagecolor_set_format(&pool_colors, list, sizeof(list));
+
+	if (pagecolor_mbind(BufferBlocks, (size_t) NBuffers * BLCKSZ,
+						COLOR_MODE_PREFERRED, &pool_colors, 0) != 0 ||
+		pagecolor_set_policy(COLOR_MODE_PREFERRED, &pool_colors) != 0)
+	{
+		snprintf(status, sizeof(status),
+				 "unavailable: colouring the buffer pool with %s failed: %m", list);
+		return false;
+	}
+	snprintf(status, sizeof(status),
+			 "page colours: buffer pool and weak plans on colours %s of %d, strong and moderate hash tables on all",
+			 list, nr_colors);
+	return true;
+}
+
+void
+mccdb_partition_startup(void)
+{
+	char		err[256];
+
+	backend = PARTITION_NONE;
+	if (mccdb_partition_mode == MCCDB_PARTITION_OFF)
+	{
+		snprintf(status, sizeof(status), "off (mccdb.partition = off)");
+		return;
+	}
+	if (pagecolor_supported())
+	{
+		if (start_colors())
+			backend = PARTITION_COLORS;
+	}
+	else if (mccdb_resctrl_available(mccdb_resctrl_path))
+	{
+		if (mccdb_resctrl_setup(mccdb_resctrl_path, RESCTRL_GROUP,
+								mccdb_weak_cache_ways, err, sizeof(err)) == 0)
+		{
+			backend = PARTITION_RESCTRL;
+			snprintf(status, sizeof(status),
+					 "resctrl: weak plans in %s/%s with %d L3 ways",
+					 mccdb_resctrl_path, RESCTRL_GROUP, mccdb_weak_cache_ways);
+		}
+		else
+			snprintf(status, sizeof(status), "unavailable: resctrl: %s", err);
+	}
+	else
+		snprintf(status, sizeof(status),
+				 "unavailable: the kernel has no page colouring (no /sys/kernel/mm/page_coloring) and %s is not a resctrl mount",
+				 mccdb_resctrl_path);
+
+	ereport(LOG, (errmsg("mccdb: cache partitioning %s", status)));
+	if (backend == PARTITION_COLORS)
+		/* fresh pages for big allocations, so colours take effect */
+		mallopt(M_MMAP_THRESHOLD, 32 * 1024);
+}
+
+static void
+warn_once(const char *what)
+{
+	if (!warned)
+		ereport(WARNING,
+				(errmsg("mccdb: cache partitioning failed for this backend: %s: %m", what),
+				 errdetail("Queries run without partitioning.")));
+	warned = true;
+}
+
+/* Restore what the previous query changed (also after an error). */
+static void
+restore(void)
+{
+	char		err[256];
+
+	if (colors_widened &&
+		pagecolor_set_policy(COLOR_MODE_PREFERRED, &pool_colors) != 0)
+		warn_once("restoring the buffer pool colours");
+	colors_widened = false;
+	if (in_weak_group &&
+		mccdb_resctrl_move(mccdb_resctrl_path, NULL, MyProcPid, err, sizeof(err)) != 0)
+		warn_once(err);
+	in_weak_group = false;
+}
+
+void
+mccdb_partition_query_start(PlannedStmt *stmt)
+{
+	MccdbLocality loc;
+	char		err[256];
+
+	if (backend == PARTITION_NONE)
+		return;
+	restore();
+	mccdb_estimate_locality(stmt, &loc);
+	if (backend == PARTITION_COLORS && loc.cls != MCCDB_WEAK)
+	{
+		malloc_trim(0);
+		if (pagecolor_set_policy(COLOR_MODE_PREFERRED, &all_colors) != 0)
+			warn_once("widening to all colours");
+		else
+			colors_widened = true;
+	}
+	else if (backend == PARTITION_RESCTRL && loc.cls == MCCDB_WEAK)
+	{
+		if (mccdb_resctrl_move(mccdb_resctrl_path, RESCTRL_GROUP, MyProcPid,
+							   err, sizeof(err)) != 0)
+			warn_once(err);
+		else
+			in_weak_group = true;
+	}
+}
+
+void
+mccdb_partition_query_end(void)
+{
+	if (backend != PARTITION_NONE)
+		restore();
+}
+
+PG_FUNCTION_INFO_V1(mccdb_partition);
+
+Datum
+mccdb_partition(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[4];
+	bool		nulls[4] = {0};
+	static const char *const names[] = {"none", "page colours", "resctrl"};
+	char		list[256];
+
+	mccdb_require_preload();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = CStringGetTextDatum(names[backend]);
+	values[1] = CStringGetTextDatum(status);
+	if (backend == PARTITION_COLORS)
+	{
+		pagecolor_set_format(&pool_colors, list, sizeof(list));
+		values[2] = CStringGetTextDatum(list);
+		values[3] = Int32GetDatum(nr_colors);
+	}
+	else
+		nulls[2] = nulls[3] = true;
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}

@@ -1,0 +1,96 @@
+--
+-- Plan selection, scheduler settings, partitioning and hardware counters,
+-- one session: candidates and their costs, the policies' picks, EXPLAIN,
+-- GUC validation, and the unavailable paths of this machine.
+--
+\set ON_ERROR_STOP 1
+\set QUIET 1
+BEGIN;
+SELECT plan(27);
+SET LOCAL client_min_messages = warning;
+SET LOCAL jit = off;
+SET LOCAL max_parallel_workers_per_gather = 0;
+SET LOCAL mccdb.llc_size = '1MB';
+
+CREATE TABLE pc_dim (k int PRIMARY KEY, grp int);
+CREATE TABLE pc_fact (k int, v int);
+INSERT INTO pc_dim SELECT g, g % 100 FROM generate_series(1, 20000) g;
+INSERT INTO pc_fact SELECT (g % 20000) + 1, g FROM generate_series(1, 200000) g;
+CREATE INDEX ON pc_fact (k);
+ANALYZE pc_dim, pc_fact;
+\set q 'SELECT sum(v) FROM pc_dim JOIN pc_fact USING (k) WHERE grp < 2'
+
+CREATE FUNCTION pg_temp.explain_json(q text) RETURNS json LANGUAGE plpgsql AS $$
+DECLARE j json;
+BEGIN
+	EXECUTE 'EXPLAIN (FORMAT JSON) ' || q INTO j;
+	RETURN j;
+END $$;
+
+-- candidates
+SELECT is((SELECT array_agg(candidate ORDER BY candidate) FROM mccdb_plan_candidates(:'q')),
+		  ARRAY['hash join', 'index join', 'standard'], 'three candidates: standard, hash join, index join');
+SELECT ok((SELECT bool_and(cost < 1e9) FROM mccdb_plan_candidates(:'q')), 'disable_cost does not leak into candidate costs');
+SELECT is((SELECT locality FROM mccdb_plan_candidates(:'q') WHERE candidate = 'index join'), 'weak', 'the index join candidate is weak');
+SELECT is((SELECT locality FROM mccdb_plan_candidates(:'q') WHERE candidate = 'hash join'), 'strong', 'the hash join candidate is strong');
+SELECT ok((SELECT bool_and(kept = (cost <= (SELECT min(cost) FROM mccdb_plan_candidates(:'q')) * 1.30))
+			 FROM mccdb_plan_candidates(:'q')), 'kept means within mccdb.cost_slack (0.30) of the cheapest');
+SET LOCAL mccdb.cost_slack = 0;
+SELECT is((SELECT count(*) FROM mccdb_plan_candidates(:'q') WHERE kept AND cost > (SELECT min(cost) FROM mccdb_plan_candidates(:'q'))),
+		  0::bigint, 'with cost_slack 0 only the cheapest plans are kept');
+SET LOCAL mccdb.cost_slack = 100;
+SELECT is((SELECT count(*) FROM mccdb_plan_candidates(:'q') WHERE kept), 3::bigint, 'with a huge slack all are kept');
+
+-- policies, seen through EXPLAIN (JSON)
+SET LOCAL mccdb.plan_policy = 'sls';
+SELECT is(pg_temp.explain_json(:'q') -> 0 -> 'MCC-DB' -> 'Plan Choice' ->> 'Policy', 'sls', 'EXPLAIN shows the plan choice and its policy');
+SELECT is(json_array_length(pg_temp.explain_json(:'q') -> 0 -> 'MCC-DB' -> 'Plan Choice' -> 'Candidates'), 3, 'EXPLAIN lists the three candidates');
+SELECT is(pg_temp.explain_json(:'q') -> 0 -> 'MCC-DB' ->> 'Locality', 'strong', 'sls picks a strong plan when one is kept');
+SET LOCAL mccdb.plan_policy = 'mls';
+SELECT is(pg_temp.explain_json(:'q') -> 0 -> 'MCC-DB' -> 'Plan Choice' ->> 'Reason', 'queues even: strong first', 'mls with empty queues: strong first');
+SET LOCAL mccdb.cost_slack = 0;
+SET LOCAL mccdb.plan_policy = 'sls';
+SELECT is(pg_temp.explain_json(:'q') -> 0 -> 'MCC-DB' -> 'Plan Choice' ->> 'Chosen',
+		  (SELECT candidate FROM mccdb_plan_candidates(:'q') WHERE kept ORDER BY cost, candidate DESC LIMIT 1),
+		  'with nothing else kept, the cheapest plan is chosen');
+SET LOCAL mccdb.plan_policy = 'off';
+SELECT ok(pg_temp.explain_json(:'q') -> 0 -> 'MCC-DB' -> 'Plan Choice' IS NULL, 'policy off: PostgreSQL''s plan, no choice shown');
+RESET mccdb.cost_slack;
+
+-- GUCs: clear errors for bad values, server-wide ones not settable per session
+SELECT throws_ok($$SET mccdb.plan_policy = 'greedy'$$, '22023', NULL, 'plan_policy takes off, sls or mls');
+SELECT throws_ok($$SET mccdb.cost_slack = -0.1$$, '22023', NULL, 'cost_slack cannot be negative');
+SELECT throws_ok($$SET mccdb.min_cost = -1$$, '22023', NULL, 'min_cost cannot be negative');
+SELECT throws_ok($$SET mccdb.schedule = 'mls'$$, '55P02', NULL, 'schedule is server-wide (postgresql.conf, reload)');
+SELECT throws_ok($$SET mccdb.corun_slots = 4$$, '55P02', NULL, 'corun_slots is server-wide');
+SELECT throws_ok($$SET mccdb.partition = 'off'$$, '55P02', NULL, 'partition needs a restart');
+SELECT throws_ok($$SET mccdb.counters = 'sometimes'$$, '22023', NULL, 'counters is a boolean');
+
+-- scheduler state with nothing running
+SELECT is((SELECT count(*) FROM mccdb_queue), 0::bigint, 'the queue is empty');
+SELECT is((SELECT slots FROM mccdb_scheduler()) >= 1, true, 'at least one co-run slot');
+
+-- partitioning: unavailable here unless the kernel has colours
+SELECT ok(CASE WHEN pg_stat_file('/sys/kernel/mm/page_coloring', true) IS NULL
+				AND pg_stat_file('/sys/fs/resctrl/info', true) IS NULL
+			   THEN (SELECT backend = 'none' AND status LIKE 'unavailable: %' FROM mccdb_partition())
+			   ELSE (SELECT backend <> 'none' FROM mccdb_partition()) END,
+		  'partitioning is used where the kernel offers it, else reported unavailable with the reason');
+
+-- hardware counters: libpfm4 encodes event names; reading them works or says why not
+SELECT is((SELECT (type, config)::text FROM mccdb_counter_encoding('perf::PERF_COUNT_HW_CACHE_MISSES')), '(0,3)',
+		  'libpfm4 encodes LLC misses as PERF_TYPE_HARDWARE / PERF_COUNT_HW_CACHE_MISSES');
+SELECT throws_ok($$SELECT * FROM mccdb_counter_encoding('no::SUCH_EVENT')$$, '22023', NULL, 'an unknown event name is a clear error');
+SELECT mccdb_counters_status() AS counters \gset
+SET LOCAL mccdb.counters = on;
+SELECT sum(v) AS s FROM pc_dim JOIN pc_fact USING (k) WHERE grp < 2 \gset
+RESET mccdb.counters;
+SELECT ok(CASE WHEN :'counters' = 'available'
+			   THEN (SELECT instructions > 0 AND cycles > 0 FROM mccdb_recent_queries WHERE query LIKE 'SELECT sum(v) AS s FROM pc_dim%' ORDER BY seq DESC LIMIT 1)
+			   ELSE (SELECT instructions IS NULL FROM mccdb_recent_queries WHERE query LIKE 'SELECT sum(v) AS s FROM pc_dim%' ORDER BY seq DESC LIMIT 1)
+					AND :'counters' LIKE 'unavailable: %' END,
+		  'counters are recorded where the PMU allows, else NULL with the reason: ' || :'counters');
+SELECT ok(:'s' IS NOT NULL, 'the query with counters on ran normally');
+
+SELECT * FROM finish();
+ROLLBACK;
