@@ -122,7 +122,7 @@ test_extension() {
 	record "resctrl back end against a fake resctrl tree" $rc
 	pg_env test
 	"$PY" -m pytest -q "$MCCDB_ROOT/pg_extension/test/concurrency" >"$LOGDIR/concurrency.log" 2>&1
-	local rc=$?
+	rc=$?
 	[ $rc -eq 0 ] || cat "$LOGDIR/concurrency.log"
 	record "pytest scheduler concurrency" $rc
 }
