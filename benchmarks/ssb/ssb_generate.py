@@ -842,6 +842,9 @@ def main(argv=None) -> int:
     except psycopg.OperationalError as e:
         print(f"ssb_generate: cannot connect: {e}".rstrip(), file=sys.stderr)
         return 2
+    except psycopg.Error as e:
+        print(f"ssb_generate: database error: {e}".rstrip(), file=sys.stderr)
+        return 1
     if problems:
         print("ssb_generate: CHECK FAILED: " + "; ".join(problems), file=sys.stderr)
         return 1
