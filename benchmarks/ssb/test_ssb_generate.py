@@ -340,3 +340,11 @@ def test_pgtap_plan_counts_match_the_number_of_tests():
         # CASE ... skip()") statement.
         ran = len(re.findall(r"^SELECT (?!plan\()(\w+\(|CASE )", text, re.M))
         assert planned == ran, name
+
+
+# --------------------------------------------------------------- command line exit codes
+
+def test_main_exits_2_with_a_message_when_the_server_is_unreachable(capsys):
+    rc = g.main(["--check", "--dsn", "host=/nonexistent-mccdb-socket-dir port=1 connect_timeout=2"])
+    assert rc == 2
+    assert "cannot connect" in capsys.readouterr().err
