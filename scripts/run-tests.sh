@@ -87,7 +87,7 @@ start_test_cluster() {
 			{ record "ssb load at SF $SSB_SCALE" 1; return 1; }
 	fi
 	psql_q -d ssb -c "create extension if not exists mccdb" -c "create extension if not exists pgtap"
-	psql_q -d ssb -c "drop table if exists mccdb_test_queries"
+	psql_q -d ssb -c "set client_min_messages = warning" -c "drop table if exists mccdb_test_queries"
 	load_test_queries ssb ssb "$MCCDB_ROOT"/benchmarks/ssb/queries/*.sql
 	load_test_queries ssb plq "$MCCDB_ROOT"/benchmarks/plq/plq_*.sql
 }
@@ -96,7 +96,7 @@ start_test_cluster() {
 load_test_queries() {
 	local db=$1 suite=$2 f
 	shift 2
-	psql_q -d "$db" -c "create table if not exists mccdb_test_queries (suite text, name text, sql text not null, primary key (suite, name))" \
+	psql_q -d "$db" -c "set client_min_messages = warning" -c "create table if not exists mccdb_test_queries (suite text, name text, sql text not null, primary key (suite, name))" \
 		-c "delete from mccdb_test_queries where suite = '$suite'"
 	for f in "$@"; do
 		printf '%s\n' "insert into mccdb_test_queries values (:'suite', :'name', :'sql');" |

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Overheads of mccdb's plan selection and admission gate, without contention.
+
+1. Planning: server-side "Planning Time" of EXPLAIN (SUMMARY) for each SSB
+   query with mccdb.plan_policy = sls (three candidate plans) beside off
+   (PostgreSQL's one plan), two sessions interleaved in one run.
+2. Admission: client-side time of a small query that goes through the gate
+   (mccdb.min_cost = 0) beside the same query bypassing it (min_cost huge),
+   with mccdb.schedule = mls and nothing else running, interleaved.
+
+Needs a running cluster with mccdb and the SSB database (libpq environment),
+e.g. the demo cluster:
+
+    scripts/pg-cluster.sh start demo --port 54323
+    eval "$(scripts/pg-cluster.sh env demo)"
+    PGDATABASE=ssb .venv/bin/python benchmarks/scheduler_overhead.py --rounds 200
+"""
+import argparse
+import pathlib
+import statistics
+import sys
+import time
+
+import psycopg
+
+from harness import machine
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SMALL = "select count(*) from supplier where s_region = 'ASIA'"
+
+
+def planning_ms(conn, sql):
+    plan = conn.execute("explain (summary, format json) " + sql).fetchone()[0]
+    return plan[0]["Planning Time"]
+
+
+def elapsed_us(conn, sql):
+    t0 = time.perf_counter_ns()
+    conn.execute(sql).fetchall()
+    return (time.perf_counter_ns() - t0) / 1000.0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=200)
+    ap.add_argument("--out", type=pathlib.Path)
+    args = ap.parse_args()
+
+    lines = []
+    with psycopg.connect(autocommit=True) as stock, psycopg.connect(autocommit=True) as sls, \
+            psycopg.connect(autocommit=True) as ctl:
+        for c in (stock, sls):
+            c.execute("set max_parallel_workers_per_gather = 0")
+        stock.execute("set mccdb.plan_policy = off")
+        sls.execute("set mccdb.plan_policy = sls")
+        version = ctl.execute("show server_version").fetchone()[0]
+        lines += [f"Machine: {machine.describe()}; PostgreSQL {version}; database "
+                  f"`{ctl.info.dbname}` (SSB).", "",
+                  "## Planning time with candidate generation (plan_policy sls vs off)", "",
+                  f"Median server-side planning time over {args.rounds} interleaved rounds.", "",
+                  "| query | off ms | sls ms | sls / off |", "| --- | ---: | ---: | ---: |"]
+        ratios = []
+        for f in sorted((ROOT / "benchmarks" / "ssb" / "queries").glob("q*.sql")):
+            sql = f.read_text().strip().rstrip(";")
+            t = {"off": [], "sls": []}
+            for _ in range(10):
+                planning_ms(stock, sql), planning_ms(sls, sql)
+            for _ in range(args.rounds):
+                t["off"].append(planning_ms(stock, sql))
+                t["sls"].append(planning_ms(sls, sql))
+            m = {k: statistics.median(v) for k, v in t.items()}
+            ratios.append(m["sls"] / m["off"])
+            lines.append(f"| {f.stem} | {m['off']:.3f} | {m['sls']:.3f} | {m['sls'] / m['off']:.2f} |")
+            print(f.stem, m, file=sys.stderr)
+        lines += ["", f"Median ratio {statistics.median(ratios):.2f} "
+                  f"(min {min(ratios):.2f}, max {max(ratios):.2f}).", ""]
+
+        # admission: schedule is server-wide; min_cost decides per session
+        ctl.execute("alter system set mccdb.schedule = 'mls'")
+        ctl.execute("select pg_reload_conf()")
+        time.sleep(0.5)
+        try:
+            with psycopg.connect(autocommit=True) as gated, psycopg.connect(autocommit=True) as bypass:
+                assert gated.execute("show mccdb.schedule").fetchone()[0] == "mls"
+                gated.execute("set mccdb.min_cost = 0")
+                bypass.execute("set mccdb.min_cost = 1e30")
+                before = ctl.execute("select admitted from mccdb_scheduler()").fetchone()[0]
+                t = {"gated": [], "bypass": []}
+                for _ in range(50):
+                    elapsed_us(gated, SMALL), elapsed_us(bypass, SMALL)
+                for _ in range(args.rounds * 5):
+                    t["gated"].append(elapsed_us(gated, SMALL))
+                    t["bypass"].append(elapsed_us(bypass, SMALL))
+                admitted = ctl.execute("select admitted from mccdb_scheduler()").fetchone()[0] - before
+        finally:
+            ctl.execute("alter system reset mccdb.schedule")
+            ctl.execute("select pg_reload_conf()")
+        assert admitted == args.rounds * 5 + 50, f"every gated query went through the gate ({admitted})"
+        m = {k: statistics.median(v) for k, v in t.items()}
+        lines += ["## Admission overhead without contention", "",
+                  f"`{SMALL}`, median client-side time over {args.rounds * 5} interleaved rounds, "
+                  f"mccdb.schedule = mls, nothing else running; {admitted} admissions counted.", "",
+                  "| path | median us |", "| --- | ---: |",
+                  f"| bypassing the gate (min_cost above the query's cost) | {m['bypass']:.1f} |",
+                  f"| through the gate | {m['gated']:.1f} |",
+                  f"| difference: admission per query | {m['gated'] - m['bypass']:.1f} |"]
+
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
