@@ -1,0 +1,272 @@
+#!/bin/bash
+# kernel-tree.sh - extract Debian's linux-source-6.1, apply the page colouring
+# series and build small test kernels.  Run with --help for usage.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+KP="$(cd "$HERE/.." && pwd)"                   # kernel-patch/
+BUILD="${KP_BUILD:-$KP/build}"                 # build trees live here
+TARBALL="${KERNEL_TARBALL:-/usr/src/linux-source-6.1.tar.xz}"
+PATCHES="$KP/patches"
+CONFIGS="$KP/configs"
+JOBS="${JOBS:-2}"
+SRC="${KP_SRC:-$BUILD/src}"                    # git tree: pristine + series
+PKGS="linux-source-6.1 bc flex bison libelf-dev libssl-dev cpio build-essential"
+SCRIPT_VERSION=1                               # bump to force rebuilds
+
+usage() {
+	cat <<EOF
+Usage: $(basename "$0") [command] [args]
+
+Commands:
+  build [test|debug]  Extract the tree if needed, apply the series, build a
+                      bzImage for the config (default: test).  Reuses the
+                      tree and the kernel when series and config are unchanged.
+                      Prints the bzImage path on the last line of stdout.
+  tree                Only extract the tree and apply the series.
+  path [test|debug]   Print the bzImage path (does not build).
+  check-series        Slow: apply the patches one by one; build each
+                      (make -j$JOBS, test config) and run
+                      scripts/checkpatch.pl --strict on it.  Fails on a build
+                      failure or a checkpatch ERROR.
+  clean               Remove $BUILD.
+  -h, --help          This text.
+
+Outputs (stable paths, used by the QEMU boot scripts):
+  $BUILD/test/bzImage     test.config  (tinyconfig + fragment)
+  $BUILD/debug/bzImage    test.config + debug.config (KASAN, DEBUG_VM,
+                          PROVE_LOCKING, DEBUG_PAGEALLOC, ...)
+  $BUILD/<cfg>/config     the resulting .config
+  $BUILD/src              git tree: tag 'pristine' = the tarball,
+                          branch 'series' = pristine + the series
+
+Inputs: $PATCHES/series (patch file names in order), the patches,
+$CONFIGS/test.config and debug.config, and the tarball
+$TARBALL (package linux-source-6.1; missing build packages are installed
+with apt-get, through sudo when not root).
+
+Environment: JOBS (default 2), KP_BUILD (build dir), KERNEL_TARBALL.
+EOF
+}
+
+log() { echo "kernel-tree: $*" >&2; }
+die() { echo "kernel-tree: ERROR: $*" >&2; exit 1; }
+
+as_root() {
+	if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+ensure_packages() {
+	local missing=()
+	[ -f "$TARBALL" ] || missing+=(linux-source-6.1)
+	command -v bc >/dev/null || missing+=(bc)
+	command -v flex >/dev/null || missing+=(flex)
+	command -v bison >/dev/null || missing+=(bison)
+	command -v cpio >/dev/null || missing+=(cpio)
+	command -v gcc >/dev/null && command -v make >/dev/null || missing+=(build-essential)
+	[ -f /usr/include/gelf.h ] || missing+=(libelf-dev)
+	[ -f /usr/include/openssl/opensslv.h ] || missing+=(libssl-dev)
+	[ ${#missing[@]} -eq 0 ] && return 0
+	log "installing: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	as_root apt-get update -q >&2 || true
+	as_root apt-get install -y -q --no-install-recommends "${missing[@]}" >&2 ||
+		die "apt-get install ${missing[*]} failed (need: $PKGS)"
+	[ -f "$TARBALL" ] || die "$TARBALL still missing"
+}
+
+series_files() {
+	[ -f "$PATCHES/series" ] || die "$PATCHES/series missing"
+	grep -v '^\s*#' "$PATCHES/series" | grep -v '^\s*$' || true
+}
+
+series_hash() {
+	{
+		echo "v$SCRIPT_VERSION"
+		cat "$PATCHES/series"
+		local p
+		for p in $(series_files); do
+			[ -f "$PATCHES/$p" ] || die "patch $p listed in series is missing"
+			cat "$PATCHES/$p"
+		done
+	} | sha256sum | cut -d' ' -f1
+}
+
+git_src() { git -C "$SRC" -c user.name=kernel-tree -c user.email=kernel-tree@localhost "$@"; }
+
+extract_tree() {
+	if [ -d "$SRC/.git" ] && git_src rev-parse -q --verify pristine >/dev/null; then
+		return 0
+	fi
+	ensure_packages
+	log "extracting $TARBALL into $SRC"
+	rm -rf "$SRC" "$BUILD/.extract"
+	mkdir -p "$BUILD/.extract"
+	tar -C "$BUILD/.extract" -xf "$TARBALL"
+	local top
+	top="$(find "$BUILD/.extract" -mindepth 1 -maxdepth 1 -type d | head -n1)"
+	[ -n "$top" ] && [ -f "$top/Makefile" ] || die "unexpected tarball layout"
+	mv "$top" "$SRC"
+	rm -rf "$BUILD/.extract"
+	# Debian's .gitignore ignores everything at the top level ("/*"), which
+	# would hide the whole tree from git: drop that block.
+	sed -i '/^# Debian packaging: ignore everything/,/^!\/debian\/$/d' "$SRC/.gitignore"
+	git_src init -q
+	git_src add -A
+	GIT_COMMITTER_DATE="2000-01-01T00:00:00Z" GIT_AUTHOR_DATE="2000-01-01T00:00:00Z" \
+		git_src commit -q -m "pristine $(basename "$TARBALL")"
+	git_src tag pristine
+}
+
+apply_series() {
+	local want have
+	want="$(series_hash)"
+	have="$(cat "$SRC/.kp-series" 2>/dev/null || true)"
+	if [ "$want" = "$have" ] && [ "$(git_src rev-parse --abbrev-ref HEAD)" = series ]; then
+		return 0
+	fi
+	log "applying the series"
+	git_src am --abort >/dev/null 2>&1 || true
+	git_src checkout -q -f -B series pristine
+	git_src clean -q -fdx -e .kp-series
+	local p
+	for p in $(series_files); do
+		git_src am -q --keep-cr "$PATCHES/$p" || {
+			git_src am --abort >/dev/null 2>&1 || true
+			rm -f "$SRC/.kp-series"
+			die "patch $p does not apply"
+		}
+	done
+	echo "$want" > "$SRC/.kp-series"
+}
+
+fragments_for() {
+	case "$1" in
+	test) echo "$CONFIGS/test.config" ;;
+	debug) echo "$CONFIGS/test.config $CONFIGS/debug.config" ;;
+	*) die "unknown config '$1' (test or debug)" ;;
+	esac
+}
+
+# Fail unless every option of the fragments has its value in .config.
+verify_config() {
+	local dotconfig="$1"; shift
+	local frag line opt val bad=0
+	for frag in "$@"; do
+		while IFS= read -r line; do
+			case "$line" in
+			CONFIG_*=*)
+				opt="${line%%=*}"; val="${line#*=}" ;;
+			"# CONFIG_"*" is not set")
+				opt="${line#\# }"; opt="${opt%% *}"; val=n ;;
+			*) continue ;;
+			esac
+			if [ "$val" = n ]; then
+				if grep -q "^$opt=" "$dotconfig"; then
+					log "config: $opt should be unset but is $(grep "^$opt=" "$dotconfig")"
+					bad=1
+				fi
+			elif ! grep -qxF "$opt=$val" "$dotconfig"; then
+				log "config: wanted $opt=$val, got: $(grep -E "^(# )?$opt[= ]" "$dotconfig" || echo 'absent')"
+				bad=1
+			fi
+		done < "$frag"
+	done
+	[ $bad = 0 ] || die "the config fragment did not apply (options above); see $dotconfig"
+}
+
+# build_kernel <name> <objdir> <outdir> <fragment...>
+build_kernel() {
+	local name="$1" obj="$2" out="$3"; shift 3
+	local frags=("$@") want
+	want="$( { cat "$SRC/.kp-series"; cat "${frags[@]}"; echo "v$SCRIPT_VERSION"; } | sha256sum | cut -d' ' -f1)"
+	if [ -f "$out/bzImage" ] && [ "$(cat "$out/.stamp" 2>/dev/null)" = "$want" ]; then
+		log "$name kernel is up to date"
+		return 0
+	fi
+	mkdir -p "$obj" "$out"
+	rm -f "$out/.stamp"
+	log "configuring $name kernel in $obj"
+	make -C "$SRC" O="$obj" -s tinyconfig >&2
+	(cd "$obj" && "$SRC/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" "${frags[@]}" >&2)
+	make -C "$SRC" O="$obj" -s olddefconfig >&2
+	verify_config "$obj/.config" "${frags[@]}"
+	log "building $name kernel (make -j$JOBS bzImage)"
+	local t0=$SECONDS
+	make -C "$SRC" O="$obj" -j"$JOBS" bzImage >&2 || die "$name kernel build failed"
+	log "$name kernel built in $((SECONDS - t0)) s"
+	cp "$obj/arch/x86/boot/bzImage" "$out/bzImage.tmp"
+	mv "$out/bzImage.tmp" "$out/bzImage"
+	cp "$obj/.config" "$out/config"
+	echo "$want" > "$out/.stamp"
+}
+
+cmd_build() {
+	local cfg="${1:-test}"
+	local frags
+	frags="$(fragments_for "$cfg")"
+	ensure_packages
+	extract_tree
+	apply_series
+	# shellcheck disable=SC2086
+	build_kernel "$cfg" "$BUILD/obj-$cfg" "$BUILD/$cfg" $frags
+	echo "$BUILD/$cfg/bzImage"
+}
+
+cmd_check_series() {
+	ensure_packages
+	extract_tree
+	local wt="$BUILD/check-src" obj="$BUILD/obj-check" report="$BUILD/check-series.log"
+	local n=0 fail=0 p res
+	git_src worktree remove --force "$wt" >/dev/null 2>&1 || rm -rf "$wt"
+	git_src worktree prune
+	git_src worktree add -q -f --detach "$wt" pristine
+	: > "$report"
+	for p in $(series_files); do
+		n=$((n + 1))
+		log "[$n] $p: applying"
+		git -C "$wt" -c user.name=kernel-tree -c user.email=kernel-tree@localhost \
+			am -q --keep-cr "$PATCHES/$p" || { echo "$p: DOES NOT APPLY" >> "$report"; fail=1; break; }
+		log "[$n] $p: checkpatch --strict"
+		res="$(cd "$wt" && ./scripts/checkpatch.pl --strict --no-signoff -q --terse \
+			--ignore FILE_PATH_CHANGES "$PATCHES/$p" 2>&1 || true)"
+		printf '%s: checkpatch: %s\n' "$p" \
+			"$(echo "$res" | grep -c ' ERROR:' || true) errors, $(echo "$res" | grep -c ' WARNING:' || true) warnings, $(echo "$res" | grep -c ' CHECK:' || true) checks" >> "$report"
+		[ -n "$res" ] && echo "$res" | sed 's/^/    /' >> "$report"
+		echo "$res" | grep -q ' ERROR:' && fail=1
+		log "[$n] $p: building (test config)"
+		if [ ! -f "$obj/.config" ]; then
+			mkdir -p "$obj"
+			make -C "$wt" O="$obj" -s tinyconfig >&2
+			(cd "$obj" && "$wt/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" "$CONFIGS/test.config" >&2)
+		fi
+		make -C "$wt" O="$obj" -s olddefconfig >&2
+		if make -C "$wt" O="$obj" -j"$JOBS" bzImage >"$BUILD/check-build-$n.log" 2>&1; then
+			echo "$p: build OK" >> "$report"
+		else
+			echo "$p: BUILD FAILED (see $BUILD/check-build-$n.log)" >> "$report"
+			tail -20 "$BUILD/check-build-$n.log" >&2
+			fail=1
+		fi
+	done
+	git_src worktree remove --force "$wt" >/dev/null 2>&1 || true
+	cat "$report"
+	[ $fail = 0 ] || die "check-series failed (report: $report)"
+	log "check-series: all $n patches apply, build and have no checkpatch errors"
+}
+
+main() {
+	local cmd="${1:-build}"
+	[ $# -gt 0 ] && shift
+	case "$cmd" in
+	-h|--help|help) usage ;;
+	build) cmd_build "$@" ;;
+	tree) ensure_packages; extract_tree; apply_series; echo "$SRC" ;;
+	path) fragments_for "${1:-test}" >/dev/null; echo "$BUILD/${1:-test}/bzImage" ;;
+	check-series) cmd_check_series ;;
+	clean) rm -rf "$BUILD" ;;
+	*) usage >&2; exit 2 ;;
+	esac
+}
+
+main "$@"
