@@ -519,6 +519,7 @@ PG_FUNCTION_INFO_V1(mccdb_queue);
 PG_FUNCTION_INFO_V1(mccdb_scheduler);
 PG_FUNCTION_INFO_V1(mccdb_hold_admission);
 PG_FUNCTION_INFO_V1(mccdb_set_interference);
+PG_FUNCTION_INFO_V1(mccdb_clear_interference);
 
 /* The running and waiting queries, oldest first. */
 Datum
@@ -641,6 +642,17 @@ mccdb_set_interference(PG_FUNCTION_ARGS)
 		adm->have_matrix = true;
 	}
 	adm->interference[target][corunner] = slowdown;
+	LWLockRelease(adm->lock);
+	PG_RETURN_VOID();
+}
+
+/* Forget the matrix: adaptive behaves as MLS until one is loaded. */
+Datum
+mccdb_clear_interference(PG_FUNCTION_ARGS)
+{
+	require_shmem();
+	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
+	adm->have_matrix = false;
 	LWLockRelease(adm->lock);
 	PG_RETURN_VOID();
 }

@@ -157,6 +157,11 @@ RETURNS void
 AS 'MODULE_PATHNAME'
 LANGUAGE C STRICT VOLATILE;
 
+CREATE FUNCTION mccdb_clear_interference()
+RETURNS void
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
 -- The interference matrix of the adaptive policy, measured on this host
 -- (slowdown = co-run time / alone time of a target class beside a co-runner).
 CREATE TABLE mccdb_interference (
@@ -175,6 +180,7 @@ DECLARE
 	r record;
 	n int := 0;
 BEGIN
+	PERFORM mccdb_clear_interference();
 	FOR r IN SELECT * FROM mccdb_interference LOOP
 		PERFORM mccdb_set_interference(r.target, r.corunner, r.slowdown);
 		n := n + 1;
@@ -240,3 +246,4 @@ GRANT SELECT ON mccdb_recent_queries, mccdb_recent_tables TO pg_read_all_stats;
 REVOKE ALL ON FUNCTION mccdb_hold_admission(boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION mccdb_set_interference(text, text, float8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION mccdb_load_interference() FROM PUBLIC;
+REVOKE ALL ON FUNCTION mccdb_clear_interference() FROM PUBLIC;

@@ -141,6 +141,34 @@ def test_mls_runs_hash_with_index_twice(ctl):
     assert set(pairs) == {("hash", "index")}, f"MLS co-runs one of each queue: {pairs}"
 
 
+def load_matrix(ctl, same_class, mixed):
+    with ctl.transaction():
+        ctl.execute("delete from mccdb_interference")
+        for t in ("strong", "weak"):
+            for c in ("strong", "weak"):
+                ctl.execute("insert into mccdb_interference (target, corunner, slowdown) values (%s, %s, %s)",
+                            (t, c, same_class if t == c else mixed))
+    ctl.execute("select mccdb_load_interference()")
+
+
+@pytest.mark.parametrize("same_class,mixed,first_pair_mixed", [(2.0, 1.05, True), (1.05, 2.0, False)])
+def test_adaptive_follows_the_measured_matrix(ctl, same_class, mixed, first_pair_mixed):
+    # Adaptive admits, beside what runs, the waiter with the least predicted
+    # slowdown (it never leaves a slot idle, unlike SLS): the second query
+    # admitted with the first shows which pairing the matrix preferred.
+    load_matrix(ctl, same_class, mixed)
+    try:
+        assert ctl.execute("select interference_loaded from mccdb_scheduler()").fetchone()[0]
+        sql = query(ctl, "plq_04")
+        _, _, runs = batch(ctl, "adaptive", sql, sql)
+        assert len(runs) == 4
+        assert (kind(runs[0]) != kind(runs[1])) == first_pair_mixed, \
+            f"first two admitted: {kind(runs[0])}, {kind(runs[1])} (same class x{same_class}, mixed x{mixed})"
+    finally:
+        ctl.execute("delete from mccdb_interference")
+        ctl.execute("select mccdb_load_interference()")
+
+
 def test_mls_plan_choice_splits_four_instances_into_two_of_each_class(ctl):
     # a query whose strong/moderate and weak plans both cost within the slack
     with connect() as c:
