@@ -286,3 +286,45 @@ def test_storm_of_cancels_and_terminations_leaves_no_slot_held(ctl):
     assert completed, "some queries completed despite the storm"
     wait_until(ctl, "select count(*) from mccdb_queue", 0, timeout=10)
     assert ctl.execute("select used_slots from mccdb_scheduler()").fetchone()[0] == 0
+
+
+def test_short_utility_and_own_statements_bypass_a_held_gate(ctl):
+    configure(ctl, schedule="mls", corun_slots=2, max_wait="10min")
+    ctl.execute("select mccdb_hold_admission(true)")
+    admitted_before = ctl.execute("select admitted from mccdb_scheduler()").fetchone()[0]
+    with connect() as c:
+        c.execute("set statement_timeout = '5s'")  # a wait would fail the test
+        assert c.execute("select count(*) from supplier").fetchone()[0] > 0, "cheap query ran"
+        c.execute("create temp table bypass_t as select 1 as x")  # utility (cheap)
+        assert c.execute("select count(*) from mccdb_queue").fetchone()[0] == 0, "own view ran"
+        c.execute("set mccdb.min_cost = 1e30")
+        # gated, it would wait for the held gate until statement_timeout fails it
+        assert c.execute("select sum(lo_revenue) from lineorder").fetchone()[0] > 0
+    assert ctl.execute("select admitted from mccdb_scheduler()").fetchone()[0] == admitted_before, \
+        "none of these went through the gate"
+
+
+def test_parallel_workers_take_slots(ctl):
+    configure(ctl, schedule="mls", corun_slots=3, max_wait="10min")
+    ctl.execute("select mccdb_hold_admission(true)")
+    errors = []
+    settings = ["set max_parallel_workers_per_gather = 2", "set parallel_setup_cost = 0",
+                "set parallel_tuple_cost = 0", "set min_parallel_table_scan_size = 0"]
+
+    def parallel_query():
+        try:
+            with connect() as c:
+                for s in settings:
+                    c.execute(s)
+                c.execute("/* parallel */ select count(*) from lineorder where lo_quantity > 1").fetchone()
+        except Exception as e:
+            errors.append(e)
+
+    t = threading.Thread(target=parallel_query)
+    t.start()
+    wait_until(ctl, "select count(*) from mccdb_queue", 1)
+    slots = ctl.execute("select slots from mccdb_queue").fetchone()[0]
+    ctl.execute("select mccdb_hold_admission(false)")
+    t.join(60)
+    assert not errors, errors
+    assert slots == 3, f"the leader and its 2 planned workers take 3 slots, not {slots}"
