@@ -29,7 +29,8 @@ Commands:
                       (make -j$JOBS, test config) and run
                       scripts/checkpatch.pl --strict on it.  Fails on a build
                       failure or a checkpatch ERROR.
-  clean               Remove $BUILD.
+  clean               Remove the trees and kernels built here (src, obj-*,
+                      test, debug, check-*) from $BUILD.
   -h, --help          This text.
 
 Outputs (stable paths, used by the QEMU boot scripts):
@@ -255,16 +256,30 @@ cmd_check_series() {
 	log "check-series: all $n patches apply, build and have no checkpatch errors"
 }
 
+# One kernel-tree.sh at a time per build directory: two makes in one
+# object directory corrupt each other.
+take_lock() {
+	mkdir -p "$BUILD"
+	exec 9>"$BUILD/.lock"
+	if ! flock -n 9; then
+		log "waiting for another kernel-tree.sh (lock $BUILD/.lock)"
+		flock 9
+	fi
+}
+
 main() {
 	local cmd="${1:-build}"
 	[ $# -gt 0 ] && shift
+	case "$cmd" in
+	build|tree|check-series|clean) take_lock ;;
+	esac
 	case "$cmd" in
 	-h|--help|help) usage ;;
 	build) cmd_build "$@" ;;
 	tree) ensure_packages; extract_tree; apply_series; echo "$SRC" ;;
 	path) fragments_for "${1:-test}" >/dev/null; echo "$BUILD/${1:-test}/bzImage" ;;
 	check-series) cmd_check_series ;;
-	clean) rm -rf "$BUILD" ;;
+	clean) rm -rf "$BUILD"/src "$BUILD"/obj-* "$BUILD"/test "$BUILD"/debug "$BUILD"/check-* ;;
 	*) usage >&2; exit 2 ;;
 	esac
 }
