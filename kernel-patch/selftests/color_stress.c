@@ -132,6 +132,7 @@ int main(int argc, char **argv)
 	int rounds = argc > 2 ? atoi(argv[2]) : 40;
 	static unsigned long before[PAGE_COLOR_MAX_COLORS], after[PAGE_COLOR_MAX_COLORS];
 	long long free0, free1, free2, tot0, tot1, tot2, tol;
+	unsigned long long fail0 = 0, fb0 = 0;
 	int i, st, failed = 0, trouble, c, worst = 0, ok, fds[2], eio_total = 0;
 	long long worst_diff = 0;
 
@@ -143,6 +144,8 @@ int main(int argc, char **argv)
 	tap_ok(free0 > 0 && tot0 >= 0, "baseline: MemFree %lld pages, colour lists %lld pages",
 	       free0, tot0);
 
+	pagecolor_read_counter("failures", &fail0);
+	pagecolor_read_counter("fallbacks", &fb0);
 	if (pipe(fds))
 		return tap_finish();
 	for (i = 0; i < workers; i++) {
@@ -161,6 +164,14 @@ int main(int argc, char **argv)
 		eio_total += i;
 	tap_diag("%d of %d rounds: color_mbind(MIGRATE) answered EIO (documented: pages "
 		 "being unmapped by the exiting grandchild)", eio_total, workers * rounds);
+	{
+		unsigned long long f1 = 0, fb1 = 0;
+
+		pagecolor_read_counter("failures", &f1);
+		pagecolor_read_counter("fallbacks", &fb1);
+		tap_diag("counters during the run: failures +%llu, fallbacks +%llu",
+			 f1 - fail0, fb1 - fb0);
+	}
 	tap_ok(failed == 0, "%d workers x %d rounds of fork/colour/touch/COW/unmap/exit",
 	       workers, rounds);
 	tap_ok(pc_dmesg_trouble() == trouble, "no BUG/WARNING/Oops in dmesg");
