@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Figure 4: slowdown of the hash-join PLQ_n against its hash table size.
+
+Each PLQ_n (hash join forced, hash table on part) runs alone and beside one
+co-runner looping on its own connection: the hash-join, B-tree index-join or
+bitmap-index-join plan of PLQ_{corunner}. Per round the target runs alone then
+co-running, so each slowdown is a ratio taken within one round; the table
+gives the median over rounds and (min-max).
+
+    eval "$(scripts/pg-cluster.sh env bench)"
+    .venv/bin/python benchmarks/experiments/fig4.py --db plq --rounds 3
+"""
+from common import parser, say_fn, plq_query, locality, last_actual, scale_of, pg, report, stats
+
+
+def main(argv=None):
+    ap = parser(__doc__)
+    ap.add_argument("--plq", default="1,2,3,5,8,12,17,25", help="PLQ n values (targets)")
+    ap.add_argument("--corunner", type=int, default=25, help="PLQ n of the co-runners")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--name", default="fig4-hash-join-slowdown")
+    a = ap.parse_args(argv)
+    say = say_fn(a.quiet)
+    ns = [int(x) for x in a.plq.split(",")]
+    srv = pg.server_info(a.db)
+    res = report.Result(a.name, "Figure 4: hash-join slowdown against hash table size",
+                        srv, scale_of(a.db), a.outdir)
+    kinds = ["hash", "index", "bitmap"]
+    corunners = {k: plq_query(a.corunner, k) for k in kinds}
+    rows, plot = [], {k: [] for k in kinds}
+    for n in ns:
+        q = plq_query(n, "hash")
+        cls, est = locality(a.db, q)
+        with pg.session(q, a.db) as c:
+            c.execute(q.sql).fetchall()
+            actual = last_actual(c)
+        say(f"PLQ_{n}: {cls}, estimated {est / 1048576:.1f} MB, actual {actual / 1048576 if actual else 0:.1f} MB")
+        row = [f"PLQ_{n}", f"{est / 1048576:.1f}", f"{actual / 1048576:.1f}" if actual else "?", cls]
+        alone_all = []
+        for k in kinds:
+            say(f" beside PLQ_{a.corunner} {k} join")
+            alone, co = pg.alone_vs_corun(q, [corunners[k]], a.rounds, a.db, say)
+            s = stats.summarize(stats.ratios(co, alone))
+            alone_all += alone
+            row.append(s.fmt())
+            plot[k].append(((actual or est) / 1048576, s))
+        row.insert(4, stats.summarize(alone_all).fmt(0 if min(alone_all) > 10 else 2))
+        rows.append(row)
+    C = srv.get("llc_used", 0) / 1048576
+    res.add(f"Target: PLQ_n with its hash-join plan (`force_hash.sql`); co-runner: PLQ_{a.corunner} "
+            f"with the plan named in the column, looping on its own connection. Slowdown = co-run "
+            f"time / alone time of the same round, median over {a.rounds} rounds (min-max). "
+            f"Parallel workers off, JIT off, buffer pool warmed by a first run. Classes with "
+            f"C = {C:.0f} MB (`mccdb.llc_size`): strong below {C / 3:.1f} MB, weak from {3 * C:.0f} MB.\n")
+    res.table(["target", "est. hash table MB", "actual MB", "class", "alone s",
+               f"beside hash join PLQ_{a.corunner}", f"beside index join PLQ_{a.corunner}",
+               f"beside bitmap join PLQ_{a.corunner}"], rows)
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for k, mk in zip(kinds, "osd"):
+        xs = [x for x, _ in plot[k]]
+        ys = [s.median for _, s in plot[k]]
+        err = [[s.median - s.lo for _, s in plot[k]], [s.hi - s.median for _, s in plot[k]]]
+        ax.errorbar(xs, ys, yerr=err, marker=mk, capsize=3, label=f"beside {k} join PLQ_{a.corunner}")
+    for x, lab in ((C / 3, "C/3"), (C, "C"), (3 * C, "3C")):
+        if C:
+            ax.axvline(x, color="gray", ls=":", lw=0.8)
+            ax.text(x, ax.get_ylim()[1], lab, fontsize=7, va="top")
+    ax.axhline(1.0, color="black", lw=0.5)
+    ax.set_xscale("log")
+    ax.set_xlabel("hash table size of the target PLQ_n (MB, actual)")
+    ax.set_ylabel("slowdown (co-run / alone)")
+    ax.set_title("Hash-join PLQ_n beside a co-runner")
+    ax.legend(fontsize=8)
+    res.figure(fig)
+    return res, rows
+
+
+if __name__ == "__main__":
+    res, _ = main()
+    print(res.text())
+    print(f"wrote {res.write()}")

@@ -1,0 +1,228 @@
+"""Sessions, timed runs, co-runs and held batches against a PostgreSQL server.
+
+Every session is its own connection (one per co-runner), autocommit, with
+parallel workers off and JIT off unless the caller passes other settings.
+The server comes from the libpq environment (eval "$(scripts/pg-cluster.sh env NAME)").
+"""
+import threading
+import time
+
+import psycopg
+
+BASE_SETTINGS = ["set max_parallel_workers_per_gather = 0", "set jit = off"]
+
+
+class Query:
+    """A query text with the session settings it needs (e.g. a forced plan)."""
+
+    def __init__(self, name, sql, settings=(), search_path=None):
+        self.name, self.sql, self.settings = name, sql, list(settings)
+        if search_path:
+            self.settings.append(f"set search_path = {search_path}")
+
+    def __repr__(self):
+        return f"Query({self.name})"
+
+
+def connect(dbname=None, settings=(), base=True):
+    kw = {"autocommit": True}
+    if dbname:
+        kw["dbname"] = dbname
+    conn = psycopg.connect(**kw)
+    for s in (BASE_SETTINGS if base else []) + list(settings):
+        conn.execute(s)
+    return conn
+
+
+def session(q, dbname=None, extra=()):
+    return connect(dbname, list(extra) + q.settings)
+
+
+def timed(conn, sql):
+    """Seconds to run sql and fetch all rows."""
+    t0 = time.perf_counter()
+    cur = conn.execute(sql)
+    if cur.description is not None:
+        cur.fetchall()
+    return time.perf_counter() - t0
+
+
+def server_info(dbname=None):
+    with connect(dbname) as c:
+        ver = c.execute("show server_version").fetchone()[0]
+        info = {"version": ver}
+        try:
+            g = c.execute("select size_bytes, llc_bytes, source from mccdb_cache_geometry()").fetchone()
+            info.update(llc_sysfs=g[0], llc_used=g[1], llc_source=g[2])
+        except psycopg.Error:
+            pass
+        for k in ("shared_buffers", "work_mem", "mccdb.llc_size"):
+            try:
+                info[k] = c.execute(f"show {k}").fetchone()[0]
+            except psycopg.Error:
+                pass
+        return info
+
+
+class Looper:
+    """A co-runner: runs its query again and again on its own connection until stopped."""
+
+    def __init__(self, q, dbname=None, extra=()):
+        self.q = q
+        self.conn = session(q, dbname, extra)
+        self.count = 0
+        self.error = None
+        self._stop = threading.Event()
+        self._started = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        try:
+            while not self._stop.is_set():
+                self._started.set()
+                self.conn.execute(self.q.sql).fetchall()
+                self.count += 1
+        except psycopg.errors.QueryCanceled:
+            pass
+        except Exception as e:  # reported by stop()
+            if not self._stop.is_set():
+                self.error = e
+        finally:
+            self._started.set()
+
+    def start(self):
+        self.thread.start()
+        self._started.wait()
+        time.sleep(0.05)
+        return self
+
+    def stop(self):
+        self._stop.set()
+        self.conn.cancel_safe() if hasattr(self.conn, "cancel_safe") else self.conn.cancel()
+        self.thread.join()
+        self.conn.close()
+        if self.error:
+            raise self.error
+
+
+def alone_vs_corun(target, corunners, rounds, dbname=None, progress=None):
+    """Per round: target alone, then target beside the co-runners (each looping
+    on its own connection). Returns (alone_times, corun_times), paired by round."""
+    alone, co = [], []
+    with session(target, dbname) as c:
+        timed(c, target.sql)  # warm
+        for r in range(rounds):
+            alone.append(timed(c, target.sql))
+            loops = [Looper(q, dbname).start() for q in corunners]
+            try:
+                co.append(timed(c, target.sql))
+            finally:
+                for lp in loops:
+                    lp.stop()
+            if progress:
+                progress(f"  round {r + 1}/{rounds}: alone {alone[-1]:.3f} s, co-run {co[-1]:.3f} s "
+                         f"({co[-1] / alone[-1]:.2f}x)")
+    return alone, co
+
+
+# --- the scheduler -------------------------------------------------------
+
+def set_schedule(policy, dbname=None, timeout=10.0):
+    """ALTER SYSTEM SET mccdb.schedule and reload; wait until the scheduler reports it."""
+    with connect(dbname) as c:
+        c.execute(f"alter system set mccdb.schedule = '{policy}'")
+        c.execute("select pg_reload_conf()")
+    deadline = time.time() + timeout
+    while True:
+        with connect(dbname) as c:
+            got = c.execute("select policy from mccdb_scheduler()").fetchone()[0]
+            if got == policy:
+                return
+        if time.time() > deadline:
+            raise RuntimeError(f"mccdb.schedule is {got!r}, wanted {policy!r}")
+        time.sleep(0.1)
+
+
+def reset_schedule(dbname=None):
+    with connect(dbname) as c:
+        c.execute("alter system reset mccdb.schedule")
+        c.execute("select pg_reload_conf()")
+
+
+def run_batch(queries, policy, dbname=None, timeout=600.0):
+    """Submit queries together (each on its own connection) and wait for all.
+
+    Under a scheduling policy the batch is queued with mccdb_hold_admission(true)
+    and released at once; under 'off' (no gate) the threads start at a barrier.
+    Returns (total seconds from release to the last finish, [per-query dict with
+    'response' (release to finish, s), 'exec' (admitted to released from
+    mccdb_recent_queries, s, or the response time when there is no gate), 'pid']).
+    """
+    conns = [session(q, dbname) for q in queries]
+    pids = [c.info.backend_pid for c in conns]
+    ends = [None] * len(queries)
+    errors = []
+    barrier = threading.Barrier(len(queries) + 1)
+    held = policy != "off"
+    ctl = connect(dbname)
+    try:
+        if held:
+            ctl.execute("select mccdb_hold_admission(true)")
+        seq0 = ctl.execute("select coalesce(max(seq), 0) from mccdb_recent_queries").fetchone()[0]
+
+        def work(i):
+            try:
+                barrier.wait()
+                conns[i].execute(queries[i].sql).fetchall()
+                ends[i] = time.perf_counter()
+            except Exception as e:
+                errors.append(e)
+
+        threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(len(queries))]
+        for t in threads:
+            t.start()
+        if held:
+            barrier.wait()
+            deadline = time.time() + 30
+            while ctl.execute("select count(*) from mccdb_queue where state = 'waiting'").fetchone()[0] < len(queries):
+                if time.time() > deadline:
+                    raise RuntimeError("batch did not queue (is the query below mccdb.min_cost?)")
+                time.sleep(0.01)
+            t0 = time.perf_counter()
+            ctl.execute("select mccdb_hold_admission(false)")
+        else:
+            t0 = time.perf_counter()
+            barrier.wait()
+        for t in threads:
+            t.join(timeout)
+        if errors:
+            raise errors[0]
+        rows = ctl.execute(
+            "select pid, extract(epoch from released - admitted) from mccdb_recent_queries "
+            "where seq > %s and pid = any(%s)", (seq0, pids)).fetchall()
+        exec_by_pid = {pid: float(s) for pid, s in rows if s is not None}
+    finally:
+        if held:
+            try:
+                ctl.execute("select mccdb_hold_admission(false)")
+            except psycopg.Error:
+                pass
+        ctl.close()
+        for c in conns:
+            c.close()
+    per = []
+    for q, pid, end in zip(queries, pids, ends):
+        resp = end - t0
+        per.append({"name": q.name, "pid": pid, "response": resp,
+                    "exec": exec_by_pid.get(pid, resp)})
+    return max(ends) - t0, per
+
+
+def partition_status(dbname=None):
+    with connect(dbname) as c:
+        return c.execute("select backend, status, buffer_pool_colors, nr_colors from mccdb_partition()").fetchone()
+
+
+def counters_status(dbname=None):
+    with connect(dbname) as c:
+        return c.execute("select mccdb_counters_status()").fetchone()[0]

@@ -1,0 +1,114 @@
+"""Markdown tables, matplotlib plots and the header every result carries."""
+import datetime
+import os
+import pathlib
+import shlex
+import sys
+
+from . import machine
+
+RESULTS = pathlib.Path(__file__).resolve().parents[2] / "docs" / "results"
+
+
+def md_table(headers, rows):
+    """A GitHub Markdown table; cells are str()-ed, '|' escaped."""
+    if any(len(r) != len(headers) for r in rows):
+        raise ValueError("row length differs from the header")
+
+    def cell(x):
+        return str(x).replace("|", "\\|").replace("\n", " ")
+    out = ["| " + " | ".join(cell(h) for h in headers) + " |",
+           "| " + " | ".join("---" for _ in headers) + " |"]
+    out += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+def loadavg():
+    try:
+        return " ".join(open("/proc/loadavg").read().split()[:3])
+    except OSError:
+        return "?"
+
+
+def cache_sizes():
+    """'L1d 48K, L2 1024K, L3 32768K' from sysfs of cpu0."""
+    base = pathlib.Path("/sys/devices/system/cpu/cpu0/cache")
+    parts = []
+    for d in sorted(base.glob("index*")):
+        try:
+            level = (d / "level").read_text().strip()
+            typ = (d / "type").read_text().strip()
+            size = (d / "size").read_text().strip()
+        except OSError:
+            continue
+        if typ == "Instruction":
+            continue
+        parts.append(f"L{level}{'d' if typ == 'Data' else ''} {size}")
+    return ", ".join(parts) or "?"
+
+
+def command_line():
+    root = pathlib.Path(__file__).resolve().parents[2]
+    arg0 = sys.argv[0]
+    if os.path.exists(arg0):
+        arg0 = os.path.relpath(os.path.abspath(arg0), root)
+    argv = [arg0] + sys.argv[1:]
+    return ".venv/bin/python " + " ".join(shlex.quote(a) for a in argv)
+
+
+class Result:
+    """Collects one experiment's Markdown; write() puts it in docs/results/NAME.md."""
+
+    def __init__(self, name, title, server=None, scale="", outdir=None):
+        self.name, self.title = name, title
+        self.outdir = pathlib.Path(outdir) if outdir else RESULTS
+        self.load_before = loadavg()
+        self.started = datetime.datetime.now()
+        self.server = server or {}
+        self.scale = scale
+        self.body = []
+
+    def add(self, text):
+        self.body.append(text.rstrip() + "\n")
+
+    def table(self, headers, rows):
+        self.add(md_table(headers, rows))
+
+    def figure(self, fig, suffix="", alt=""):
+        import matplotlib
+        matplotlib.use("Agg")
+        self.outdir.mkdir(parents=True, exist_ok=True)
+        png = self.outdir / f"{self.name}{suffix}.png"
+        fig.text(0.01, 0.005, f"{machine.describe()}; {self.scale}; PostgreSQL "
+                 f"{self.server.get('version', '?')}", fontsize=6, color="gray")
+        fig.savefig(png, dpi=110, bbox_inches="tight")
+        import matplotlib.pyplot as plt
+        plt.close(fig)
+        self.add(f"![{alt or self.title}]({png.name})")
+        return png
+
+    def header(self):
+        s = self.server
+        llc = ""
+        if "llc_sysfs" in s:
+            llc = (f"; mccdb C = {s['llc_used'] / 1048576:.1f} MB ({s.get('llc_source', '?')}, "
+                   f"sysfs LLC {s['llc_sysfs'] / 1048576:.0f} MB)")
+        dur = datetime.datetime.now() - self.started
+        return (f"# {self.title}\n\n"
+                f"- Machine: {machine.describe()}; caches {cache_sizes()}\n"
+                f"- PostgreSQL {s.get('version', '?')}, shared_buffers {s.get('shared_buffers', '?')}, "
+                f"work_mem {s.get('work_mem', '?')}{llc}\n"
+                f"- Scale: {self.scale}\n"
+                f"- Load average (1/5/15 min) before: {self.load_before}, after: {loadavg()} "
+                f"(2 vCPUs; other sessions were building kernels on the same machine)\n"
+                f"- Run: {self.started:%Y-%m-%d %H:%M}, {dur.total_seconds() / 60:.1f} min\n"
+                f"- Command: `{command_line()}`\n\n")
+
+    def text(self):
+        return self.header() + "\n".join(self.body)
+
+    def write(self):
+        self.outdir.mkdir(parents=True, exist_ok=True)
+        path = self.outdir / f"{self.name}.md"
+        path.write_text(self.text())
+        return path

@@ -1,0 +1,48 @@
+"""Medians with their spread, ratios, percentiles."""
+import math
+import statistics
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Summary:
+    median: float
+    lo: float
+    hi: float
+    n: int
+
+    def fmt(self, digits=2, unit=""):
+        """'1.23 (1.10-1.40)': median and (min-max) over the n values."""
+        if self.n == 0:
+            return "n/a"
+        f = f"{{:.{digits}f}}"
+        if self.n == 1:
+            return f.format(self.median) + unit
+        return f"{f.format(self.median)}{unit} ({f.format(self.lo)}-{f.format(self.hi)})"
+
+
+def summarize(xs):
+    xs = [float(x) for x in xs if x is not None and not math.isnan(x)]
+    if not xs:
+        return Summary(float("nan"), float("nan"), float("nan"), 0)
+    return Summary(statistics.median(xs), min(xs), max(xs), len(xs))
+
+
+def ratios(num, den):
+    """Pairwise ratios num[i] / den[i] of values taken in the same round."""
+    if len(num) != len(den):
+        raise ValueError(f"unpaired: {len(num)} vs {len(den)} values")
+    return [a / b for a, b in zip(num, den)]
+
+
+def percentile(xs, p):
+    """p-th percentile (0..100), linear interpolation between closest ranks."""
+    xs = sorted(xs)
+    if not xs:
+        raise ValueError("no values")
+    if not 0 <= p <= 100:
+        raise ValueError("p must be in [0, 100]")
+    k = (len(xs) - 1) * p / 100
+    f = math.floor(k)
+    c = min(f + 1, len(xs) - 1)
+    return xs[f] + (xs[c] - xs[f]) * (k - f)
