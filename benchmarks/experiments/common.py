@@ -52,3 +52,9 @@ def scale_of(dbname):
         parts = c.execute("select count(*) from part").fetchone()[0]
         lo = c.execute("select reltuples::bigint from pg_class where relname = 'lineorder'").fetchone()[0]
     return f"SSB SF {info.get('scale', '?')} (lineorder ~{lo:,} rows, part {parts:,} rows)"
+
+
+def fmt_bytes(b):
+    if b is None:
+        return "?"
+    return f"{b / 1048576:.1f} MB" if b >= 1048576 else f"{b / 1024:.0f} kB"
