@@ -56,6 +56,10 @@ def server_info(dbname=None):
             info.update(llc_sysfs=g[0], llc_used=g[1], llc_source=g[2])
         except psycopg.Error:
             pass
+        try:
+            info["counters"] = c.execute("select mccdb_counters_status()").fetchone()[0]
+        except psycopg.Error:
+            c.rollback() if not c.autocommit else None
         for k in ("shared_buffers", "work_mem", "mccdb.llc_size"):
             try:
                 info[k] = c.execute(f"show {k}").fetchone()[0]

@@ -99,6 +99,7 @@ class Result:
                 f"- PostgreSQL {s.get('version', '?')}, shared_buffers {s.get('shared_buffers', '?')}, "
                 f"work_mem {s.get('work_mem', '?')}{llc}\n"
                 f"- Scale: {self.scale}\n"
+                f"- Hardware counters (`mccdb.counters`): {s.get('counters', 'not queried')}\n"
                 f"- Load average (1/5/15 min) before: {self.load_before}, after: {loadavg()} "
                 f"(2 vCPUs; other sessions were building kernels on the same machine)\n"
                 f"- Run: {self.started:%Y-%m-%d %H:%M}, {dur.total_seconds() / 60:.1f} min\n"

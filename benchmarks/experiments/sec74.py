@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Section 7.4: the long SSB queries -- estimated vs actual hash table size,
+estimated class, and the measured slowdown in every pairing.
+
+Each of the 13 SSB queries runs once alone (after a warming run); the --long
+longest are kept. For them: mccdb's estimate and the actual size of their hash
+tables (mccdb_recent_queries after a run), the class, and for every ordered
+pair (target, co-runner) the target's slowdown beside the co-runner looping on
+its own connection (per round alone then co-run, median over rounds). Then:
+does the class predict the slowdown here?
+
+    eval "$(scripts/pg-cluster.sh env bench)"
+    .venv/bin/python benchmarks/experiments/sec74.py --db ssb --long 5 --rounds 2
+"""
+from common import fmt_bytes, parser, say_fn, scale_of, pg, report, sqlfiles, stats
+
+ORDER = {"strong": 0, "moderate": 1, "weak": 2}
+
+
+def main(argv=None):
+    ap = parser(__doc__)
+    ap.add_argument("--long", type=int, default=5, help="how many of the longest SSB queries")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--name", default="sec7.4-ssb-pairs")
+    a = ap.parse_args(argv)
+    say = say_fn(a.quiet)
+    srv = pg.server_info(a.db)
+    res = report.Result(a.name, "Section 7.4: long SSB queries, estimated class and measured slowdown",
+                        srv, scale_of(a.db), a.outdir)
+    info = {}
+    for name in sqlfiles.ssb_names():
+        q = pg.Query(f"Q{name[1:]}", sqlfiles.ssb(name))
+        with pg.session(q, a.db) as c:
+            pg.timed(c, q.sql)
+            t = pg.timed(c, q.sql)
+            loc, est, act = c.execute(
+                "select locality, est_bytes, actual_bytes from mccdb_recent_queries "
+                "where pid = pg_backend_pid() order by seq desc limit 1").fetchone()
+        info[q.name] = dict(q=q, t=t, loc=loc, est=est, act=act)
+        say(f"{q.name}: {t:.2f} s, {loc}, est {fmt_bytes(est)}, actual {fmt_bytes(act)}")
+    longq = sorted(info, key=lambda k: -info[k]["t"])[:a.long]
+    longq.sort(key=lambda k: (ORDER.get(info[k]["loc"], 3), info[k]["est"] or 0))
+    res.add("All 13 SSB queries, stock plans (parallel workers off), one warm run then one timed run; "
+            f"the {a.long} longest are paired below.\n")
+    res.table(["query", "alone s", "class", "estimated S", "actual S", "error", "long"],
+              [[k, f"{v['t']:.2f}", v["loc"], fmt_bytes(v["est"]), fmt_bytes(v["act"]),
+                f"{100 * (v['est'] - v['act']) / v['act']:+.1f}%" if v["act"] else "n/a",
+                "yes" if k in longq else ""] for k, v in info.items()])
+    slow = {}
+    for t in longq:
+        for c in longq:
+            say(f"{t} beside {c}")
+            alone, co = pg.alone_vs_corun(info[t]["q"], [info[c]["q"]], a.rounds, a.db, say)
+            slow[(t, c)] = stats.summarize(stats.ratios(co, alone))
+    res.add(f"\nSlowdown of the row query (co-run / alone, same round; median over {a.rounds} rounds, "
+            "(min-max)) beside the column query looping on its own connection:\n")
+    res.table(["target \\ co-runner"] + [f"{c} ({info[c]['loc']})" for c in longq],
+              [[f"{t} ({info[t]['loc']})"] + [slow[(t, c)].fmt() for c in longq] for t in longq])
+    by = {}
+    for (t, c), s in slow.items():
+        by.setdefault((info[t]["loc"], info[c]["loc"]), []).append(s.median)
+    res.add("\nBy class pair (median of the pair medians; n = pairs):\n")
+    res.table(["target class", "co-runner class", "slowdown", "n"],
+              [[tc, cc, f"{stats.summarize(v).median:.2f}", len(v)] for (tc, cc), v in sorted(by.items())])
+    # rank agreement: does a larger target S (stronger reuse that fits less) go with a larger slowdown?
+    tgt = [(info[t]["act"] or info[t]["est"] or 0, stats.summarize([slow[(t, c)].median for c in longq]).median)
+           for t in longq]
+    res.add("\nPer target: hash table size vs its median slowdown over all co-runners:\n")
+    res.table(["target", "class", "actual S", "median slowdown over co-runners"],
+              [[t, info[t]["loc"], fmt_bytes(info[t]["act"]), f"{m:.2f}"] for t, (_, m) in zip(longq, tgt)])
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 5))
+    m = [[slow[(t, c)].median for c in longq] for t in longq]
+    im = ax.imshow(m, cmap="Reds")
+    ax.set_xticks(range(len(longq)))
+    ax.set_xticklabels([f"{c}\n{info[c]['loc']}" for c in longq], fontsize=7)
+    ax.set_yticks(range(len(longq)))
+    ax.set_yticklabels([f"{t} {info[t]['loc']}" for t in longq], fontsize=7)
+    for i in range(len(longq)):
+        for j in range(len(longq)):
+            ax.text(j, i, f"{m[i][j]:.2f}", ha="center", va="center", fontsize=7)
+    ax.set_xlabel("co-runner")
+    ax.set_ylabel("target")
+    fig.colorbar(im, label="slowdown")
+    ax.set_title("Long SSB queries: slowdown in every pairing", fontsize=10)
+    res.figure(fig)
+    return res, slow, info, longq
+
+
+if __name__ == "__main__":
+    res, *_ = main()
+    print(res.text())
+    print(f"wrote {res.write()}")
