@@ -1,0 +1,92 @@
+"""End-to-end on the server of the libpq environment (PGHOST/PGPORT, mccdb preloaded):
+a database created and dropped here, SSB and TPC-H at SF 0.01, held batches,
+co-runs, and Figure 6 --quick."""
+import os
+import pathlib
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+psycopg = pytest.importorskip("psycopg")
+
+from harness import pg, sqlfiles  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(not (os.environ.get("PGHOST") or os.environ.get("PGPORT")),
+                                reason="no server in the libpq environment (PGHOST/PGPORT)")
+
+
+@pytest.fixture(scope="module")
+def db():
+    name = f"mccdb_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(dbname="postgres", autocommit=True) as c:
+        c.execute(f"create database {name}")
+    env = {**os.environ, "PGDATABASE": name}
+    try:
+        subprocess.run([sys.executable, str(ROOT / "benchmarks/ssb/ssb_generate.py"), "--scale", "0.01",
+                        "--progress", "none"], check=True, env=env, capture_output=True)
+        r = subprocess.run([sys.executable, str(ROOT / "benchmarks/tpch/tpch_load.py"), "--scale", "0.01",
+                            "--schema", "tpch", "--progress", "none"], env=env, capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "check ok" in r.stdout
+        with psycopg.connect(dbname=name, autocommit=True) as c:
+            c.execute("create extension if not exists mccdb")
+        yield name
+    finally:
+        pg.reset_schedule("postgres")
+        with psycopg.connect(dbname="postgres", autocommit=True) as c:
+            c.execute("select pg_terminate_backend(pid) from pg_stat_activity where datname = %s", (name,))
+            c.execute(f"drop database if exists {name}")
+
+
+def test_tpch_queries_run(db):
+    with pg.connect(db, ["set search_path = tpch, public"]) as c:
+        for n in (1, 3, 6, 15, 22):
+            pg.timed(c, sqlfiles.tpch(n))
+        assert c.execute(sqlfiles.tpch(1)).fetchall()[0][0] == "A"
+
+
+def test_session_settings(db):
+    q = pg.Query("PLQ_3 hash", sqlfiles.plq(3), sqlfiles.force("hash"))
+    with pg.session(q, db) as c:
+        assert c.execute("show max_parallel_workers_per_gather").fetchone()[0] == "0"
+        assert c.execute("show enable_nestloop").fetchone()[0] == "off"
+        plan = "\n".join(r[0] for r in c.execute("explain " + q.sql))
+        assert "Hash Join" in plan and "Nested Loop" not in plan
+
+
+def test_alone_vs_corun_pairs_rounds(db):
+    t = pg.Query("PLQ_3 hash", sqlfiles.plq(3), sqlfiles.force("hash"))
+    o = pg.Query("PLQ_25 index", sqlfiles.plq(25), sqlfiles.force("index"))
+    alone, co = pg.alone_vs_corun(t, [o], 2, db)
+    assert len(alone) == len(co) == 2 and min(alone + co) > 0
+
+
+def test_held_batch_under_mls(db):
+    pg.set_schedule("mls", db)
+    try:
+        qs = [pg.Query(f"PLQ_{n}", sqlfiles.plq(n), sqlfiles.force(p) + ["set mccdb.min_cost = 0"])
+              for n, p in ((2, "hash"), (2, "hash"), (2, "index"), (2, "index"))]
+        total, per = pg.run_batch(qs, "mls", db)
+        with pg.connect(db) as c:
+            admitted = c.execute("select count(*) from mccdb_recent_queries where pid = any(%s) "
+                                 "and admitted is not null", ([x["pid"] for x in per],)).fetchone()[0]
+    finally:
+        pg.set_schedule("off", db)
+    assert admitted == 4
+    assert total >= max(x["exec"] for x in per) * 0.99
+    assert all(0 < x["exec"] <= x["response"] + 0.05 for x in per)
+
+
+def test_fig6_quick_end_to_end(db, tmp_path):
+    import fig6
+    res, rows = fig6.main(["--quick", "--db", db, "--outdir", str(tmp_path), "--plq", "1,25", "--quiet"])
+    md = res.write().read_text()
+    assert (tmp_path / "fig6-co-scheduling-quick.png").exists()
+    assert {r[2] for r in rows} == {"off", "sls", "mls", "adaptive"}
+    assert all(r[-1] == "1.00" for r in rows if r[2] == "off")
+    assert "| PLQ_25 |" in md and "Command: `" in md and "fig6.py --quick" not in md.split("Command:")[0]
+    with pg.connect(db) as c:
+        assert c.execute("select policy from mccdb_scheduler()").fetchone()[0] == "off"

@@ -1,0 +1,159 @@
+"""Harness pieces that need no server: statistics, query files, tables, plots, parsing."""
+import math
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+from harness import report, sqlfiles, stats
+import llc_knee
+import tpch_load
+
+
+# --- statistics ---------------------------------------------------------
+
+def test_summarize_median_and_spread():
+    s = stats.summarize([3.0, 1.0, 2.0, 10.0])
+    assert (s.median, s.lo, s.hi, s.n) == (2.5, 1.0, 10.0, 4)
+    assert s.fmt() == "2.50 (1.00-10.00)"
+
+
+def test_summarize_ignores_missing_and_empty():
+    assert stats.summarize([None, 2.0, float("nan")]).n == 1
+    assert stats.summarize([2.0]).fmt() == "2.00"
+    e = stats.summarize([])
+    assert e.n == 0 and math.isnan(e.median) and e.fmt() == "n/a"
+
+
+def test_ratios_are_paired():
+    assert stats.ratios([2.0, 3.0], [1.0, 2.0]) == [2.0, 1.5]
+    with pytest.raises(ValueError):
+        stats.ratios([1.0], [1.0, 2.0])
+
+
+def test_percentile():
+    xs = list(range(1, 101))
+    assert stats.percentile(xs, 95) == pytest.approx(95.05)
+    assert stats.percentile(xs, 0) == 1 and stats.percentile(xs, 100) == 100
+    assert stats.percentile([5.0], 95) == 5.0
+    with pytest.raises(ValueError):
+        stats.percentile([], 50)
+    with pytest.raises(ValueError):
+        stats.percentile([1.0], 101)
+
+
+# --- query files --------------------------------------------------------
+
+def test_strip_sql():
+    assert sqlfiles.strip_sql("-- c\nselect 1 -- x\n from t;\n\n") == "select 1\n from t"
+    with pytest.raises(ValueError):
+        sqlfiles.strip_sql("select 1; select 2;")
+    with pytest.raises(ValueError):
+        sqlfiles.strip_sql("-- only a comment\n;")
+
+
+def test_force_recipes():
+    assert sqlfiles.force("hash") == ["set enable_nestloop = off", "set enable_mergejoin = off"]
+    assert "set enable_bitmapscan = off" in sqlfiles.force("index")
+    assert "set enable_indexscan = off" in sqlfiles.force("bitmap")
+    assert sqlfiles.force("stock") == []
+
+
+def test_read_settings_rejects_other_statements(tmp_path):
+    f = tmp_path / "bad.sql"
+    f.write_text("set a = 1;\nselect 1;\n")
+    with pytest.raises(ValueError):
+        sqlfiles.read_settings(f)
+
+
+def test_every_query_file_is_one_statement():
+    assert len([sqlfiles.plq(n) for n in range(1, 26)]) == 25
+    ssb = sqlfiles.ssb_names()
+    assert len(ssb) == 13 and all(sqlfiles.ssb(n).lower().startswith("select") for n in ssb)
+    tp = [sqlfiles.tpch(n) for n in range(1, 23)]
+    assert all(q.lower().startswith(("select", "with")) for q in tp)
+    assert "'BUILDING'" in tp[2] and "1995-03-15" in tp[2]  # Q3 validation parameters
+    with pytest.raises(ValueError):
+        sqlfiles.plq(26)
+
+
+# --- tables and plots ---------------------------------------------------
+
+def test_md_table():
+    t = report.md_table(["a", "b"], [[1, "x|y"]])
+    assert t.splitlines() == ["| a | b |", "| --- | --- |", "| 1 | x\\|y |"]
+    with pytest.raises(ValueError):
+        report.md_table(["a", "b"], [[1]])
+
+
+def test_result_writes_markdown_and_png(tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    r = report.Result("unit", "Unit result", {"version": "15.x"}, "SF 0.01", tmp_path)
+    r.table(["x"], [[1]])
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [1, 2])
+    png = r.figure(fig)
+    md = r.write().read_text()
+    assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert md.startswith("# Unit result\n")
+    for needle in ("- Machine: ", "- Command: `", "PostgreSQL 15.x", "Scale: SF 0.01", "Load average",
+                   "![Unit result](unit.png)", "| x |"):
+        assert needle in md
+
+
+def test_cache_sizes_from_sysfs():
+    s = report.cache_sizes()
+    if not pathlib.Path("/sys/devices/system/cpu/cpu0/cache/index0").exists():
+        pytest.skip("no sysfs cache description")
+    assert s.startswith("L1")
+
+
+# --- pointer-chase knee ---------------------------------------------------
+
+def test_knee_parse_and_find():
+    pts = llc_knee.parse("1048576 20.0\n2097152 21.0\n4194304 22.0\n8388608 30.0\n"
+                         "16777216 150.0\n33554432 180.0\n67108864 181.0\n")
+    k = llc_knee.knee(pts)
+    assert k["effective_bytes"] == 8388608
+    assert k["lat_cache_ns"] == 20.0 and k["lat_memory_ns"] == 180.0
+    with pytest.raises(ValueError):
+        llc_knee.knee(pts[:3])
+    with pytest.raises(ValueError):
+        llc_knee.parse("12 x y\n")
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_knee_program_runs(tmp_path):
+    exe = llc_knee.build(tmp_path)
+    out = subprocess.run([str(exe), "64", "256", "1", "20000"], capture_output=True, text=True, check=True)
+    pts = llc_knee.parse(out.stdout)
+    assert [b for b, _ in pts] == [65536, 131072, 262144]
+    assert all(ns > 0 for _, ns in pts)
+    bad = subprocess.run([str(exe), "10", "5"], capture_output=True, text=True)
+    assert bad.returncode == 2
+
+
+# --- TPC-H row counts ---------------------------------------------------
+
+def test_tpch_expected_counts():
+    exact, line = tpch_load.expected_counts(1)
+    assert exact["orders"] == 1_500_000 and exact["partsupp"] == 800_000 and line == (6_001_215, 0)
+    exact, (centre, tol) = tpch_load.expected_counts(0.01)
+    assert exact["supplier"] == 100 and exact["nation"] == 25 and centre == 60_000 and 0 < tol < 2000
+
+
+def test_tpch_check_counts():
+    exact, (centre, _) = tpch_load.expected_counts(0.01)
+    good = dict(exact, lineitem=60_175)
+    assert tpch_load.check_counts(good, 0.01) == []
+    bad = dict(good, customer=1)
+    assert any("customer" in e for e in tpch_load.check_counts(bad, 0.01))
+    assert any("lineitem" in e for e in tpch_load.check_counts(dict(good, lineitem=70_000), 0.01))
+    assert tpch_load.check_counts(dict(exact, lineitem=6_001_214), 1) != []
+
+
+def test_tpch_bad_scale_exit_code():
+    assert tpch_load.main(["--scale", "0"]) == 2
