@@ -102,8 +102,9 @@ class Looper:
 
     def stop(self):
         self._stop.set()
-        self.conn.cancel_safe() if hasattr(self.conn, "cancel_safe") else self.conn.cancel()
-        self.thread.join()
+        while self.thread.is_alive():  # a cancel may land between two queries: repeat it
+            self.conn.cancel_safe()
+            self.thread.join(0.2)
         self.conn.close()
         if self.error:
             raise self.error
