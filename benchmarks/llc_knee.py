@@ -3,7 +3,8 @@
 
 Compiles benchmarks/llc_knee.c (cc -O2) into a temporary directory, runs it
 over working sets from MIN to MAX, and reports the largest size whose latency
-is still below lat_cache + KNEE x (lat_memory - lat_cache), where lat_cache is
+is still below lat_cache + KNEE x (lat_memory - lat_cache) (KNEE 0.1: where the
+latency starts to climb), where lat_cache is
 the lowest latency at or below 4 MB and lat_memory the median of the three
 largest sizes.  On a machine shared with other tenants this is much smaller
 than the L3 sysfs reports (shared/ENVIRONMENT.md).
@@ -40,7 +41,7 @@ def parse(text):
     return points
 
 
-def knee(points, fraction=1 / 3):
+def knee(points, fraction=0.1):
     """Largest size below the latency threshold before the first size above it."""
     if len(points) < 4:
         raise ValueError("need at least 4 sizes")
@@ -72,7 +73,7 @@ def main(argv=None):
     ap.add_argument("--max-kb", type=int, default=65536)
     ap.add_argument("--steps", type=int, default=4, help="sizes per doubling")
     ap.add_argument("--accesses", type=int, default=4000000)
-    ap.add_argument("--knee", type=float, default=1 / 3,
+    ap.add_argument("--knee", type=float, default=0.1,
                     help="threshold as a fraction of the way from cache to memory latency")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)

@@ -36,16 +36,18 @@ def main(argv=None):
             actual = last_actual(c)
         say(f"PLQ_{n}: {cls}, estimated {est / 1048576:.1f} MB, actual {actual / 1048576 if actual else 0:.1f} MB")
         row = [f"PLQ_{n}", f"{est / 1048576:.1f}", f"{actual / 1048576:.1f}" if actual else "?", cls]
-        alone_all = []
+        alone_all, cpu_cells = [], []
         for k in kinds:
             say(f" beside PLQ_{a.corunner} {k} join")
-            alone, co = pg.alone_vs_corun(q, [corunners[k]], a.rounds, a.db, say)
-            s = stats.summarize(stats.ratios(co, alone))
-            alone_all += alone
+            m = pg.alone_vs_corun_cpu(q, [corunners[k]], a.rounds, a.db, say)
+            s = stats.summarize(stats.ratios(m["co"], m["alone"]))
+            s_cpu = stats.summarize(stats.ratios(m["co_cpu"], m["alone_cpu"]))
+            alone_all += m["alone"]
             row.append(s.fmt())
+            cpu_cells.append(s_cpu.fmt())
             plot[k].append(((actual or est) / 1048576, s))
         row.insert(4, stats.summarize(alone_all).fmt(0 if min(alone_all) > 10 else 2))
-        rows.append(row)
+        rows.append(row + cpu_cells)
     C = srv.get("llc_used", 0) / 1048576
     res.add(f"Target: PLQ_n with its hash-join plan (`force_hash.sql`); co-runner: PLQ_{a.corunner} "
             f"with the plan named in the column, looping on its own connection. Slowdown = co-run "
@@ -54,7 +56,18 @@ def main(argv=None):
             f"C = {C:.0f} MB (`mccdb.llc_size`): strong below {C / 3:.1f} MB, weak from {3 * C:.0f} MB.\n")
     res.table(["target", "est. hash table MB", "actual MB", "class", "alone s",
                f"beside hash join PLQ_{a.corunner}", f"beside index join PLQ_{a.corunner}",
-               f"beside bitmap join PLQ_{a.corunner}"], rows)
+               f"beside bitmap join PLQ_{a.corunner}", "CPU-time ratio beside hash",
+               "CPU-time ratio beside index", "CPU-time ratio beside bitmap"], rows)
+    res.add("\nCPU-time ratio: the target backend's CPU time (/proc/PID/schedstat) co-run / alone "
+            "in the same round; waiting for a CPU (kernel builds share the two vCPUs) does not count, "
+            "cache-miss stalls do.\n")
+    draw(res, plot, kinds, C, a.corunner)
+    return res, rows
+
+
+def draw(res, plot, kinds, C, corunner):
+    """plot: {kind: [(hash table MB, Summary)]}; adds the PNG to res."""
+    a_corunner = corunner
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -63,22 +76,55 @@ def main(argv=None):
         xs = [x for x, _ in plot[k]]
         ys = [s.median for _, s in plot[k]]
         err = [[s.median - s.lo for _, s in plot[k]], [s.hi - s.median for _, s in plot[k]]]
-        ax.errorbar(xs, ys, yerr=err, marker=mk, capsize=3, label=f"beside {k} join PLQ_{a.corunner}")
+        ax.errorbar(xs, ys, yerr=err, marker=mk, capsize=3, label=f"beside {k} join PLQ_{a_corunner}")
     for x, lab in ((C / 3, "C/3"), (C, "C"), (3 * C, "3C")):
         if C:
             ax.axvline(x, color="gray", ls=":", lw=0.8)
             ax.text(x, ax.get_ylim()[1], lab, fontsize=7, va="top")
     ax.axhline(1.0, color="black", lw=0.5)
     ax.set_xscale("log")
+    from matplotlib.ticker import ScalarFormatter
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(ScalarFormatter())
+    ax.tick_params(axis="x", which="minor", labelsize=7)
     ax.set_xlabel("hash table size of the target PLQ_n (MB, actual)")
     ax.set_ylabel("slowdown (co-run / alone)")
     ax.set_title("Hash-join PLQ_n beside a co-runner")
     ax.legend(fontsize=8)
     res.figure(fig)
-    return res, rows
+
+
+def replot(md_path, corunner=25):
+    """Redraw the PNG from an existing result table (no measurement)."""
+    import pathlib
+    import re
+    from harness import stats as st
+    text = pathlib.Path(md_path).read_text()
+    C = float(re.search(r"C = ([0-9.]+) MB", text).group(1))
+    kinds = ["hash", "index", "bitmap"]
+    plot = {k: [] for k in kinds}
+    for line in text.splitlines():
+        if not line.startswith("| PLQ_"):
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        for k, cell in zip(kinds, cells[5:8]):
+            m = re.match(r"([0-9.]+)(?: \(([0-9.]+)-([0-9.]+)\))?", cell)
+            med = float(m.group(1))
+            lo, hi = (float(m.group(2)), float(m.group(3))) if m.group(2) else (med, med)
+            plot[k].append((float(cells[2]), st.Summary(med, lo, hi, 3)))
+    res = report.Result(pathlib.Path(md_path).stem, "", {}, "", pathlib.Path(md_path).parent)
+    hdr = re.search(r"- Machine: (.*?);", text).group(1)
+    res.scale = re.search(r"- Scale: (.*)", text).group(1)
+    res.server = {"version": re.search(r"PostgreSQL ([0-9.]+)", text).group(1)}
+    draw(res, plot, kinds, C, corunner)
+    return hdr
 
 
 if __name__ == "__main__":
+    import sys
+    if len(sys.argv) == 3 and sys.argv[1] == "--replot":
+        replot(sys.argv[2])
+        sys.exit(0)
     res, _ = main()
     print(res.text())
     print(f"wrote {res.write()}")

@@ -76,14 +76,17 @@ def main(argv=None):
             hc, hb = locality(a.db, h)
             ic, _ = locality(a.db, i)
             pg.set_schedule("off", a.db)
-            alone = {}
+            alone, alone_cpu = {}, {}
             for q in (h, i):
                 with pg.session(q, a.db) as c:
                     pg.timed(c, q.sql)  # warm
-                    alone[q.name] = stats.summarize([pg.timed(c, q.sql) for _ in range(max(1, a.reps))]).median
+                    ms = [pg.timed_cpu(c, q.sql) for _ in range(max(1, a.reps))]
+                    alone[q.name] = stats.summarize([w for w, _ in ms]).median
+                    alone_cpu[q.name] = stats.summarize([u for _, u in ms]).median if all(
+                        u is not None for _, u in ms) else None
             say(f"PLQ_{n}: hash {hc} ({fmt_bytes(hb)}) alone {alone[h.name]:.2f} s, "
                 f"index {ic} alone {alone[i.name]:.2f} s")
-            per = {p: {"hexec": [], "hresp": [], "iexec": [], "batch": [], "rel": []} for p in policies}
+            per = {p: {"hexec": [], "hresp": [], "hcpu": [], "iexec": [], "batch": [], "rel": []} for p in policies}
             for r in range(a.reps):
                 off_batch = None
                 for p in policies:
@@ -92,6 +95,8 @@ def main(argv=None):
                     d = per[p]
                     for x in qs[:2]:
                         d["hexec"].append(x["exec"] / alone[h.name])
+                        if x["cpu"] is not None and alone_cpu[h.name]:
+                            d["hcpu"].append(x["cpu"] / alone_cpu[h.name])
                         d["hresp"].append(x["response"] / alone[h.name])
                     for x in qs[2:]:
                         d["iexec"].append(x["exec"] / alone[i.name])
@@ -105,7 +110,8 @@ def main(argv=None):
             for p in policies:
                 d = per[p]
                 s_h, s_r, s_b = (stats.summarize(d[k]) for k in ("hexec", "hresp", "rel"))
-                rows.append([f"PLQ_{n}", f"{hc} {fmt_bytes(hb)}", p, s_h.fmt(), s_r.fmt(),
+                rows.append([f"PLQ_{n}", f"{hc} {fmt_bytes(hb)}", p, s_h.fmt(), stats.summarize(d["hcpu"]).fmt(),
+                             s_r.fmt(),
                              stats.summarize(d["iexec"]).fmt(), stats.summarize(d["batch"]).fmt(2), s_b.fmt()])
                 plot[(n, p)] = (s_h, s_b)
     finally:
@@ -114,12 +120,14 @@ def main(argv=None):
     res.add("Each batch: 2 hash-join + 2 index-join instances of PLQ_n (`force_hash.sql`, "
             "`force_index.sql`), one connection each, submitted together; `mccdb.corun_slots` "
             "default (CPUs sharing the LLC = 2). Slowdowns are over the plan's alone time measured "
-            "in the same run; batch ratio is over the `off` batch of the same repetition. "
+            "in the same run; batch ratio is over the `off` batch of the same repetition. CPU: the "
+            "backend's CPU time (/proc/PID/schedstat), which waiting for a CPU or a slot does not "
+            "inflate. "
             f"Median over {a.reps} repetition(s) (min-max). " +
             ("" if have_matrix else "**adaptive skipped: no interference matrix "
              "(run benchmarks/calibrate.py or pass --calibrate).** ") + "\n")
     res.table(["query", "hash plan class", "schedule", "hash instances: exec / alone",
-               "hash instances: response / alone", "index instances: exec / alone",
+               "hash instances: CPU / alone CPU", "hash instances: response / alone", "index instances: exec / alone",
                "batch s", "batch / off"], rows)
     import matplotlib
     matplotlib.use("Agg")

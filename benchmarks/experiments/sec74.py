@@ -46,22 +46,29 @@ def main(argv=None):
               [[k, f"{v['t']:.2f}", v["loc"], fmt_bytes(v["est"]), fmt_bytes(v["act"]),
                 f"{100 * (v['est'] - v['act']) / v['act']:+.1f}%" if v["act"] else "n/a",
                 "yes" if k in longq else ""] for k, v in info.items()])
-    slow = {}
+    slow, slow_cpu = {}, {}
     for t in longq:
         for c in longq:
             say(f"{t} beside {c}")
-            alone, co = pg.alone_vs_corun(info[t]["q"], [info[c]["q"]], a.rounds, a.db, say)
-            slow[(t, c)] = stats.summarize(stats.ratios(co, alone))
+            m = pg.alone_vs_corun_cpu(info[t]["q"], [info[c]["q"]], a.rounds, a.db, say)
+            slow[(t, c)] = stats.summarize(stats.ratios(m["co"], m["alone"]))
+            slow_cpu[(t, c)] = stats.summarize(stats.ratios(m["co_cpu"], m["alone_cpu"]))
     res.add(f"\nSlowdown of the row query (co-run / alone, same round; median over {a.rounds} rounds, "
             "(min-max)) beside the column query looping on its own connection:\n")
     res.table(["target \\ co-runner"] + [f"{c} ({info[c]['loc']})" for c in longq],
               [[f"{t} ({info[t]['loc']})"] + [slow[(t, c)].fmt() for c in longq] for t in longq])
+    if any(v.n for v in slow_cpu.values()):
+        res.add("\nThe same, as the target backend's CPU time co-run / alone (from /proc/PID/schedstat: "
+                "waiting for a CPU does not count, cache-miss stalls do):\n")
+        res.table(["target \\ co-runner"] + [f"{c} ({info[c]['loc']})" for c in longq],
+                  [[f"{t} ({info[t]['loc']})"] + [slow_cpu[(t, c)].fmt() for c in longq] for t in longq])
     by = {}
     for (t, c), s in slow.items():
-        by.setdefault((info[t]["loc"], info[c]["loc"]), []).append(s.median)
+        by.setdefault((info[t]["loc"], info[c]["loc"]), []).append((s.median, slow_cpu[(t, c)].median))
     res.add("\nBy class pair (median of the pair medians; n = pairs):\n")
-    res.table(["target class", "co-runner class", "slowdown", "n"],
-              [[tc, cc, f"{stats.summarize(v).median:.2f}", len(v)] for (tc, cc), v in sorted(by.items())])
+    res.table(["target class", "co-runner class", "slowdown (wall)", "slowdown (CPU)", "n"],
+              [[tc, cc, f"{stats.summarize([x for x, _ in v]).median:.2f}",
+                f"{stats.summarize([y for _, y in v]).median:.2f}", len(v)] for (tc, cc), v in sorted(by.items())])
     # rank agreement: does a larger target S (stronger reuse that fits less) go with a larger slowdown?
     tgt = [(info[t]["act"] or info[t]["est"] or 0, stats.summarize([slow[(t, c)].median for c in longq]).median)
            for t in longq]
@@ -86,7 +93,7 @@ def main(argv=None):
     fig.colorbar(im, label="slowdown")
     ax.set_title("Long SSB queries: slowdown in every pairing", fontsize=10)
     res.figure(fig)
-    return res, slow, info, longq
+    return res, slow, slow_cpu, info, longq
 
 
 if __name__ == "__main__":

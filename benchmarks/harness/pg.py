@@ -47,6 +47,27 @@ def timed(conn, sql):
     return time.perf_counter() - t0
 
 
+def backend_cpu(pid):
+    """CPU seconds the backend process has run (/proc/PID/schedstat, ns), or None
+    when the server is not on this host or not readable. On a shared machine
+    this is the time-sharing-free cost of a query: cache misses stall the CPU
+    and count, waiting for a CPU does not."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def timed_cpu(conn, sql):
+    """(wall seconds, backend CPU seconds or None) to run sql and fetch all rows."""
+    pid = conn.info.backend_pid
+    c0 = backend_cpu(pid)
+    wall = timed(conn, sql)
+    c1 = backend_cpu(pid)
+    return wall, (c1 - c0 if c0 is not None and c1 is not None else None)
+
+
 def server_info(dbname=None):
     with connect(dbname) as c:
         ver = c.execute("show server_version").fetchone()[0]
@@ -130,6 +151,34 @@ def alone_vs_corun(target, corunners, rounds, dbname=None, progress=None):
     return alone, co
 
 
+def alone_vs_corun_cpu(target, corunners, rounds, dbname=None, progress=None):
+    """As alone_vs_corun, also with the target backend's CPU time: returns a dict
+    of paired lists 'alone', 'co' (wall s) and 'alone_cpu', 'co_cpu' (CPU s, or
+    empty when the server's processes are not readable here)."""
+    out = {"alone": [], "co": [], "alone_cpu": [], "co_cpu": []}
+    with session(target, dbname) as c:
+        timed(c, target.sql)  # warm
+        for r in range(rounds):
+            w, cpu = timed_cpu(c, target.sql)
+            loops = [Looper(q, dbname).start() for q in corunners]
+            try:
+                w2, cpu2 = timed_cpu(c, target.sql)
+            finally:
+                for lp in loops:
+                    lp.stop()
+            out["alone"].append(w)
+            out["co"].append(w2)
+            if cpu is not None and cpu2 is not None:
+                out["alone_cpu"].append(cpu)
+                out["co_cpu"].append(cpu2)
+            if progress:
+                extra = f"; cpu {cpu:.3f} / {cpu2:.3f} s ({cpu2 / cpu:.2f}x)" if cpu and cpu2 else ""
+                progress(f"  round {r + 1}/{rounds}: alone {w:.3f} s, co-run {w2:.3f} s ({w2 / w:.2f}x){extra}")
+    if len(out["alone_cpu"]) != len(out["alone"]):
+        out["alone_cpu"], out["co_cpu"] = [], []
+    return out
+
+
 # --- the scheduler -------------------------------------------------------
 
 def set_schedule(policy, dbname=None, timeout=10.0):
@@ -161,11 +210,13 @@ def run_batch(queries, policy, dbname=None, timeout=600.0):
     and released at once; under 'off' (no gate) the threads start at a barrier.
     Returns (total seconds from release to the last finish, [per-query dict with
     'response' (release to finish, s), 'exec' (admitted to released from
-    mccdb_recent_queries, s, or the response time when there is no gate), 'pid']).
+    mccdb_recent_queries, s, or the response time when there is no gate), 'cpu'
+    (backend CPU seconds, None when not readable), 'pid']).
     """
     conns = [session(q, dbname) for q in queries]
     pids = [c.info.backend_pid for c in conns]
     ends = [None] * len(queries)
+    cpus = [None] * len(queries)
     errors = []
     barrier = threading.Barrier(len(queries) + 1)
     held = policy != "off"
@@ -178,8 +229,11 @@ def run_batch(queries, policy, dbname=None, timeout=600.0):
         def work(i):
             try:
                 barrier.wait()
+                c0 = backend_cpu(pids[i])
                 conns[i].execute(queries[i].sql).fetchall()
                 ends[i] = time.perf_counter()
+                c1 = backend_cpu(pids[i])
+                cpus[i] = c1 - c0 if c0 is not None and c1 is not None else None
             except Exception as e:
                 errors.append(e)
 
@@ -216,10 +270,10 @@ def run_batch(queries, policy, dbname=None, timeout=600.0):
         for c in conns:
             c.close()
     per = []
-    for q, pid, end in zip(queries, pids, ends):
+    for q, pid, end, cpu in zip(queries, pids, ends, cpus):
         resp = end - t0
         per.append({"name": q.name, "pid": pid, "response": resp,
-                    "exec": exec_by_pid.get(pid, resp)})
+                    "exec": exec_by_pid.get(pid, resp), "cpu": cpu})
     return max(ends) - t0, per
 
 

@@ -79,8 +79,8 @@ class Result:
         matplotlib.use("Agg")
         self.outdir.mkdir(parents=True, exist_ok=True)
         png = self.outdir / f"{self.name}{suffix}.png"
-        fig.text(0.01, 0.005, f"{machine.describe()}; {self.scale}; PostgreSQL "
-                 f"{self.server.get('version', '?')}", fontsize=6, color="gray")
+        fig.text(0.01, -0.06, f"{machine.describe()}; {self.scale}; PostgreSQL "
+                 f"{self.server.get('version', '?')}", fontsize=6, color="gray", transform=fig.transFigure)
         fig.savefig(png, dpi=110, bbox_inches="tight")
         import matplotlib.pyplot as plt
         plt.close(fig)
