@@ -62,6 +62,10 @@ def test_alone_vs_corun_pairs_rounds(db):
     o = pg.Query("PLQ_25 index", sqlfiles.plq(25), sqlfiles.force("index"))
     alone, co = pg.alone_vs_corun(t, [o], 2, db)
     assert len(alone) == len(co) == 2 and min(alone + co) > 0
+    m = pg.alone_vs_corun_cpu(t, [o], 2, db)
+    assert len(m["alone"]) == len(m["co"]) == 2
+    assert len(m["alone_cpu"]) == len(m["co_cpu"]) in (0, 2)
+    assert all(0 < cpu <= wall * 1.5 for cpu, wall in zip(m["alone_cpu"], m["alone"]))
 
 
 def test_held_batch_under_mls(db):

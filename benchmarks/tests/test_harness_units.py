@@ -157,3 +157,15 @@ def test_tpch_check_counts():
 
 def test_tpch_bad_scale_exit_code():
     assert tpch_load.main(["--scale", "0"]) == 2
+
+
+def test_backend_cpu_reads_schedstat():
+    import os
+    from harness import pg
+    if not os.path.exists(f"/proc/{os.getpid()}/schedstat"):
+        pytest.skip("no schedstat")
+    a = pg.backend_cpu(os.getpid())
+    sum(i * i for i in range(200000))
+    b = pg.backend_cpu(os.getpid())
+    assert a > 0 and b > a
+    assert pg.backend_cpu(2 ** 22 + 12345) is None
