@@ -54,9 +54,9 @@ struct report {
  * Child: bind [p, p + n pages) to colour 0 with @mode, touch it page by
  * page, then report and exit EXIT_SIGBUS (SIGBUS caught) or 0.
  */
-static void child(int mode, size_t n, int fd)
+static void child(int mode, size_t n, int fd, const char *list)
 {
-	pagecolor_set_t s = pc_set("0");
+	pagecolor_set_t s = pc_set(list);
 	struct report rep = { 0, 0, 0, 0, 0 };
 	struct sigaction sa;
 	struct pc_check r;
@@ -116,7 +116,7 @@ struct outcome {
 	struct report rep;
 };
 
-static struct outcome run(int mode, size_t n)
+static struct outcome run(int mode, size_t n, const char *list)
 {
 	struct outcome o;
 	int fds[2], i, st;
@@ -129,7 +129,7 @@ static struct outcome run(int mode, size_t n)
 	pid = fork();
 	if (pid == 0) {
 		close(fds[0]);
-		child(mode, n, fds[1]);
+		child(mode, n, fds[1], list);
 	}
 	close(fds[1]);
 	for (i = 0; i < TIMEOUT * 10; i++) {
@@ -169,7 +169,7 @@ static const char *describe(int st)
 
 static void show(const char *what, struct outcome *o, size_t n)
 {
-	tap_diag("%s: %s after touching %zu of %zu pages: %zu outside colour 0, "
+	tap_diag("%s: %s after touching %zu of %zu pages: %zu outside the set, "
 		 "%zu absent, %d distinct colours, %zu frames mapped twice",
 		 what, describe(o->status), o->rep.touched, n, o->rep.bad,
 		 o->rep.absent, o->rep.distinct, o->rep.dup);
@@ -183,7 +183,7 @@ int main(void)
 	size_t per, n;
 	int trouble, have_fb;
 
-	pc_init(10);
+	pc_init(11);
 	per = (size_t)(sysconf(_SC_PHYS_PAGES) / pc_nr_colors);
 	n = 2 * per;
 	tap_diag("about %zu pages per colour; touching %zu pages bound to colour 0", per, n);
@@ -193,7 +193,7 @@ int main(void)
 
 	/* strict */
 	pagecolor_read_counter("failures", &fl0);
-	o = run(COLOR_MODE_BIND, n);
+	o = run(COLOR_MODE_BIND, n, "0");
 	pagecolor_read_counter("failures", &fl1);
 	show("BIND", &o, n);
 	tap_ok(o.status != -1, "strict: the process does not hang at exhaustion");
@@ -206,7 +206,7 @@ int main(void)
 
 	/* preferred */
 	have_fb = pagecolor_read_counter("fallbacks", &fb0) == 0;
-	o = run(COLOR_MODE_PREFERRED, n);
+	o = run(COLOR_MODE_PREFERRED, n, "0");
 	pagecolor_read_counter("fallbacks", &fb1);
 	show("PREFERRED", &o, n);
 	tap_diag("fallbacks %llu -> %llu", fb0, fb1);
@@ -217,6 +217,31 @@ int main(void)
 	tap_ok(have_fb && fb1 >= fb0 + o.rep.bad, "preferred: fallbacks counter grew by "
 	       "at least the pages outside colour 0 (%llu >= %zu)", fb1 - fb0, o.rep.bad);
 	tap_ok(o.rep.dup == 0, "no frame mapped twice");
+
+	/*
+	 * Right after exhaustion, other colours are still plentiful: a small
+	 * strict allocation in colours 8-11 (~4000 free pages) must succeed.
+	 */
+	{
+		static const char *sets[] = { "8-11", "100", "200-201", "37,77,177" };
+		int k, good = 0, tried = 0;
+
+		for (k = 0; k < 4; k++) {
+			char label[64];
+
+			if (pc_nr_colors < 256 && k)
+				break;
+			tried++;
+			o = run(COLOR_MODE_BIND, 256, pc_nr_colors >= 256 ? sets[k] : "1");
+			snprintf(label, sizeof(label), "BIND {%s} after exhaustion", sets[k]);
+			show(label, &o, 256);
+			if (o.status != -1 && WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0 &&
+			    o.rep.touched == 256 && o.rep.bad == 0)
+				good++;
+		}
+		tap_ok(good == tried, "strict allocations of 256 pages in other colours right "
+		       "after exhaustion succeed (%d of %d)", good, tried);
+	}
 
 	pc_settle();
 	free1 = pc_memfree_pages();
