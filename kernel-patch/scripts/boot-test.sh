@@ -15,7 +15,7 @@
 #       "unsupported" (stock kernel or colouring off: color_probe must pass
 #       and report unsupported, all other programs must skip), "any"
 #   -a  extra kernel command line (e.g. page_colors=64)
-#   -t  timeout for the whole guest run in seconds (default 2400)
+#   -t  timeout for the whole guest run in seconds (default 1200)
 #   -m  guest memory in MiB (default 1024); -s vCPUs (default 2)
 #   -c  QEMU -cpu model (default "qemu64,l3-cache=on": the guest then reports
 #       an L3 of 16 MiB, 16-way, 64-byte lines in sysfs => 256 colours)
@@ -25,7 +25,7 @@
 # (the guest crashed, hung or timed out); 2 usage or missing files.
 set -uo pipefail
 
-kernel= initrd= log= expect=supported append= timeout_s=2400 mem=1024 smp=2
+kernel= initrd= log= expect=supported append= timeout_s=1200 mem=1024 smp=2
 cpu="qemu64,l3-cache=on"
 usage() { sed -n '3,27p' "$0" | sed 's/^# \{0,1\}//'; }
 while getopts "k:i:o:e:a:t:m:s:c:h" opt; do

@@ -12,10 +12,10 @@
 #                executables in TESTDIR, color_probe first
 #   -p FILE      static pagecolor binary to include as /bin/pagecolor
 #   -b FILE      busybox (static) to use; default /bin/busybox
-#   -T SECONDS   per-test timeout inside the guest (default 1200)
+#   -T SECONDS   per-test timeout inside the guest (default 300)
 set -euo pipefail
 
-out= testdir= pagecolor= list= busybox=/bin/busybox per_test_timeout=1200
+out= testdir= pagecolor= list= busybox=/bin/busybox per_test_timeout=300
 usage() { sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'; }
 while getopts "o:t:p:l:b:T:h" opt; do
 	case $opt in
