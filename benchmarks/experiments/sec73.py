@@ -40,6 +40,8 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--instances", type=int, default=4)
     ap.add_argument("--plq", type=int, default=None, help="PLQ n (default: closest costs)")
+    ap.add_argument("--cost-slack", type=float, default=None,
+                    help="mccdb.cost_slack for the mccdb sessions (default: the server's, 0.30)")
     ap.add_argument("--name", default="sec7.3-plan-selection")
     a = ap.parse_args(argv)
     say = say_fn(a.quiet)
@@ -52,7 +54,8 @@ def main(argv=None):
     sql = sqlfiles.plq(n)
     say(f"chosen PLQ_{n} (hash/index cost gap {gap:.1%})")
     stock = pg.Query(f"PLQ_{n} stock", sql, GATE + ["set mccdb.plan_policy = off"])
-    mcc = pg.Query(f"PLQ_{n} mccdb", sql, GATE + ["set mccdb.plan_policy = mls"])
+    slack = [f"set mccdb.cost_slack = {a.cost_slack}"] if a.cost_slack is not None else []
+    mcc = pg.Query(f"PLQ_{n} mccdb", sql, GATE + ["set mccdb.plan_policy = mls"] + slack)
     rows, ratios, stock_t, mcc_t, plans = [], [], [], [], []
     try:
         with pg.session(stock, a.db) as c:
@@ -83,7 +86,8 @@ def main(argv=None):
             f"({cand['hash join'][1]}, {fmt_bytes(cand['hash join'][2])}), index join "
             f"{cand['index join'][0]:,.0f} ({cand['index join'][1]}); the stock optimizer picks the "
             f"{'hash' if std[0] == cand['hash join'][0] else 'index'} join (cost {std[0]:,.0f}). "
-            f"{a.instances} instances per batch, one connection each, `mccdb.corun_slots` default.\n")
+            f"{a.instances} instances per batch, one connection each, `mccdb.corun_slots` default. "
+            f"mccdb.cost_slack: {a.cost_slack if a.cost_slack is not None else 'server default (0.30)'}.\n")
     res.table(["rep", "stock batch s", "mccdb (plan mls + schedule mls) batch s", "mccdb / stock",
                "plans mccdb chose"], rows)
     res.add(f"\n**mccdb / stock batch time: {s.fmt()}** (median (min-max) over {a.reps} repetitions).\n")
