@@ -1,0 +1,435 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * llcsim guest workloads (static binary for the busybox initramfs).
+ *
+ *   llcsim phys N                 N pages: print PFN-derived physical address,
+ *                                 then a traced load (the plugin logs its PA)
+ *   llcsim sweep LLC_KIB TAG0     pointer chase over 0.25x..4x LLC, one tag each
+ *   llcsim run SPEC TAG           one worker alone on CPU 0, fixed work
+ *   llcsim pair VSPEC ASPEC TAGV TAGA
+ *                                 victim (CPU 0, fixed work) and aggressor
+ *                                 (CPU 1, runs until the victim is done)
+ *
+ * SPEC = kind/a/b[/c=LIST][/pc=LIST][/pk=KIB]   ('/' separated; LIST like 0-15)
+ *   chase/KIB/PASSES     random cyclic pointer chase, one node per 64 B line
+ *   stream/KIB/LINES     sequential read, one 8-byte word per 64 B line
+ *   hash/ENTRIES/PROBES  hash-join probe loop: bucket array (4 B) + chained
+ *                        32 B entries, probe keys read sequentially from a
+ *                        pk-KiB array (default 8192) of random existing keys
+ *   c=LIST   task default colour policy BIND LIST before allocating (all data)
+ *   pc=LIST  colour_mbind BIND LIST on the hash probe-key array only
+ * Output lines: "LLCSIM-RUN tag=.. role=.. spec=.. units=.. cpu=.." and
+ * "LLCSIM-COLORS ..." (colours actually found through /proc/self/pagemap).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pagecolor.h"
+#include "llcsim_guest.h"
+
+enum kind { K_CHASE, K_STREAM, K_HASH };
+
+struct entry { uint64_t key, payload; uint32_t next, pad[3]; };
+
+struct work {
+	enum kind kind;
+	long a, b;
+	char colors[64], pcolors[64];
+	long pk_kib;
+	const char *spec;
+	/* data */
+	void **chase; size_t nlines; void **cur;
+	uint64_t *stream; size_t nwords, pos;
+	uint32_t *buckets; struct entry *ent; unsigned bshift;
+	uint64_t *keys; size_t nkeys, kpos;
+	uint64_t sink;
+};
+
+static uint64_t rng_state = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+	uint64_t x = rng_state;
+	x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+	return rng_state = x;
+}
+
+static void die(const char *m)
+{
+	fprintf(stderr, "llcsim: %s: %s\n", m, strerror(errno));
+	exit(1);
+}
+
+static void *alloc(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		die("mmap");
+	return p;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33; x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+static void parse_spec(struct work *w, const char *spec)
+{
+	char buf[256], *tok, *save;
+	int i = 0;
+	memset(w, 0, sizeof(*w));
+	w->spec = spec;
+	w->pk_kib = 8192;
+	snprintf(buf, sizeof(buf), "%s", spec);
+	for (tok = strtok_r(buf, "/", &save); tok; tok = strtok_r(NULL, "/", &save), i++) {
+		if (i == 0) {
+			if (!strcmp(tok, "chase")) w->kind = K_CHASE;
+			else if (!strcmp(tok, "stream")) w->kind = K_STREAM;
+			else if (!strcmp(tok, "hash")) w->kind = K_HASH;
+			else { fprintf(stderr, "llcsim: bad kind %s\n", tok); exit(2); }
+		} else if (!strncmp(tok, "c=", 2)) {
+			snprintf(w->colors, sizeof(w->colors), "%s", tok + 2);
+		} else if (!strncmp(tok, "pc=", 3)) {
+			snprintf(w->pcolors, sizeof(w->pcolors), "%s", tok + 3);
+		} else if (!strncmp(tok, "pk=", 3)) {
+			w->pk_kib = atol(tok + 3);
+		} else if (i == 1) {
+			w->a = atol(tok);
+		} else if (i == 2) {
+			w->b = atol(tok);
+		} else {
+			fprintf(stderr, "llcsim: bad spec item %s\n", tok);
+			exit(2);
+		}
+	}
+}
+
+static int parse_colors(const char *list, pagecolor_set_t *set)
+{
+	if (!list[0] || !strcmp(list, "all"))
+		return 0;
+	if (!pagecolor_supported()) {
+		fprintf(stderr, "llcsim: colours '%s' requested but page colouring unsupported\n", list);
+		exit(3);
+	}
+	if (pagecolor_set_parse(set, list, pagecolor_nr_colors()))
+		die("colour list");
+	return 1;
+}
+
+/* Share of sampled pages of [p, p+bytes) whose colour is in list. */
+static void report_colors(const char *what, const void *p, size_t bytes, const char *list)
+{
+	pagecolor_set_t set;
+	size_t pages = bytes / 4096, step = pages > 512 ? pages / 512 : 1, i, n = 0, in = 0;
+	int col, any = 0;
+	if (!pagecolor_supported())
+		return;
+	any = !parse_colors(list, &set);
+	for (i = 0; i < pages; i += step) {
+		col = pagecolor_page_color((const char *)p + i * 4096);
+		if (col < 0)
+			continue;
+		n++;
+		in += any || pagecolor_set_test(&set, col);
+	}
+	printf("LLCSIM-COLORS pid=%d %s want=%s sampled=%zu inside=%zu\n", getpid(), what,
+	       list[0] ? list : "all", n, in);
+}
+
+static void setup(struct work *w)
+{
+	pagecolor_set_t set;
+	size_t i;
+	if (parse_colors(w->colors, &set) && pagecolor_set_policy(COLOR_MODE_BIND, &set))
+		die("set_color_policy");
+	switch (w->kind) {
+	case K_CHASE: {
+		size_t n = (size_t)w->a * 1024 / 64, *perm;
+		w->nlines = n;
+		w->chase = alloc(n * 64);
+		perm = malloc(n * sizeof(*perm));
+		for (i = 0; i < n; i++)
+			perm[i] = i;
+		for (i = n - 1; i > 0; i--) {
+			size_t j = rnd() % (i + 1), t = perm[i];
+			perm[i] = perm[j]; perm[j] = t;
+		}
+		for (i = 0; i < n; i++)
+			w->chase[perm[i] * 8] = &w->chase[perm[(i + 1) % n] * 8];
+		free(perm);
+		w->cur = w->chase;
+		report_colors("chase", w->chase, n * 64, w->colors);
+		break;
+	}
+	case K_STREAM:
+		w->nwords = (size_t)w->a * 1024 / 8;
+		w->stream = alloc(w->nwords * 8);
+		for (i = 0; i < w->nwords; i++)
+			w->stream[i] = i;
+		report_colors("stream", w->stream, w->nwords * 8, w->colors);
+		break;
+	case K_HASH: {
+		size_t n = (size_t)w->a, nb = 1;
+		unsigned bits = 0;
+		while (nb < n) { nb <<= 1; bits++; }
+		w->bshift = 64 - bits;
+		w->buckets = alloc(nb * 4);
+		w->ent = alloc(n * sizeof(struct entry));
+		for (i = 0; i < n; i++) {
+			uint64_t k = mix(i + 1);
+			size_t b = (size_t)((k * 0x9E3779B97F4A7C15ull) >> w->bshift);
+			w->ent[i].key = k;
+			w->ent[i].payload = i;
+			w->ent[i].next = w->buckets[b];
+			w->buckets[b] = (uint32_t)(i + 1);
+		}
+		w->nkeys = (size_t)w->pk_kib * 1024 / 8;
+		w->keys = alloc(w->nkeys * 8);
+		if (parse_colors(w->pcolors, &set) &&
+		    pagecolor_mbind(w->keys, w->nkeys * 8, COLOR_MODE_BIND, &set, 0))
+			die("color_mbind");
+		for (i = 0; i < w->nkeys; i++)
+			w->keys[i] = mix(rnd() % n + 1);
+		report_colors("hash-table", w->ent, n * sizeof(struct entry), w->colors);
+		report_colors("probe-keys", w->keys, w->nkeys * 8,
+			      w->pcolors[0] ? w->pcolors : w->colors);
+		printf("LLCSIM-HASH pid=%d entries=%zu buckets=%zu table_kib=%zu keys_kib=%ld\n",
+		       getpid(), n, nb, (nb * 4 + n * sizeof(struct entry)) / 1024, w->pk_kib);
+		break;
+	}
+	}
+}
+
+/* Do `units` units of work (chase: loads, stream: lines, hash: probes). */
+static void step(struct work *w, long units)
+{
+	long u;
+	switch (w->kind) {
+	case K_CHASE: {
+		void **p = w->cur;
+		for (u = 0; u < units; u++)
+			p = (void **)*p;
+		w->cur = p;
+		break;
+	}
+	case K_STREAM: {
+		uint64_t s = w->sink;
+		size_t pos = w->pos;
+		for (u = 0; u < units; u++) {
+			s += w->stream[pos];
+			pos += 8;
+			if (pos >= w->nwords)
+				pos = 0;
+		}
+		w->pos = pos;
+		w->sink = s;
+		break;
+	}
+	case K_HASH: {
+		uint64_t s = w->sink;
+		size_t kp = w->kpos;
+		for (u = 0; u < units; u++) {
+			uint64_t k = w->keys[kp];
+			uint32_t b = w->buckets[(k * 0x9E3779B97F4A7C15ull) >> w->bshift];
+			if (++kp == w->nkeys)
+				kp = 0;
+			while (b) {
+				const struct entry *e = &w->ent[b - 1];
+				if (e->key == k) {
+					s += e->payload;
+					break;
+				}
+				b = e->next;
+			}
+		}
+		w->kpos = kp;
+		w->sink = s;
+		break;
+	}
+	}
+}
+
+static long fixed_units(const struct work *w)
+{
+	return w->kind == K_CHASE ? w->b * (long)w->nlines : w->b;
+}
+
+static long warm_units(const struct work *w)
+{
+	switch (w->kind) {
+	case K_CHASE: return 2 * (long)w->nlines;
+	case K_STREAM: return 0;
+	case K_HASH: return w->b / 4;
+	}
+	return 0;
+}
+
+static void pin(int cpu)
+{
+	cpu_set_t s;
+	CPU_ZERO(&s);
+	CPU_SET(cpu, &s);
+	if (sched_setaffinity(0, sizeof(s), &s))
+		die("sched_setaffinity");
+	sched_yield();
+}
+
+static void run_fixed(struct work *w, int tag, const char *role)
+{
+	long units = fixed_units(w);
+	step(w, warm_units(w));
+	llcsim_op(LLCSIM_BEGIN, (uint32_t)tag);
+	step(w, units);
+	llcsim_op(LLCSIM_END, (uint32_t)tag);
+	printf("LLCSIM-RUN tag=%d role=%s spec=%s units=%ld cpu=%d sink=%llu\n", tag, role,
+	       w->spec, units, sched_getcpu(), (unsigned long long)(w->sink + (uintptr_t)w->cur % 2));
+	fflush(stdout);
+}
+
+static int cmd_phys(int n)
+{
+	char *buf = alloc((size_t)n * 4096);
+	int i, fails = 0;
+	for (i = 0; i < n; i++)
+		buf[(size_t)i * 4096] = 1;
+	llcsim_stub(LLCSIM_TRACE, 1, 1);
+	printf("1..%d\n", n);
+	for (i = 0; i < n; i++) {
+		const char *p = buf + (size_t)i * 4096 + 8 * (i % 500);
+		uint64_t pfn;
+		if (pagecolor_pfn(p, &pfn)) {
+			printf("not ok %d - pagemap pfn: %s\n", i + 1, strerror(errno));
+			fails++;
+			continue;
+		}
+		printf("LLCSIM-PHYS i=%d vaddr=%p pa=0x%llx\n", i, (const void *)p,
+		       (unsigned long long)(pfn << 12 | ((uintptr_t)p & 4095)));
+		fflush(stdout);
+		llcsim_trace_load(p);
+		printf("ok %d - page %d pfn 0x%llx\n", i + 1, i, (unsigned long long)pfn);
+	}
+	return fails ? 1 : 0;
+}
+
+static int cmd_sweep(long llc_kib, int tag0)
+{
+	static const double frac[] = { 0.25, 0.5, 0.75, 0.875, 1.0, 1.125, 1.25, 1.5, 2, 3, 4 };
+	size_t k;
+	pin(0);
+	for (k = 0; k < sizeof(frac) / sizeof(frac[0]); k++) {
+		struct work w;
+		char spec[64];
+		long kib = (long)(frac[k] * (double)llc_kib);
+		long lines = kib * 1024 / 64, passes = 300000 / lines;
+		if (passes < 3)
+			passes = 3;
+		snprintf(spec, sizeof(spec), "chase/%ld/%ld", kib, passes);
+		parse_spec(&w, strdup(spec));
+		setup(&w);
+		llcsim_prepare((uint32_t)tag0 + (uint32_t)k);
+		run_fixed(&w, tag0 + (int)k, "sweep");
+		munmap(w.chase, w.nlines * 64);
+	}
+	return 0;
+}
+
+struct shared { volatile int ready, measuring, stop; volatile long aunits; };
+
+static int cmd_pair(const char *vspec, const char *aspec, int tagv, int taga)
+{
+	struct shared *sh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pid_t pv, pa;
+	int st, rc = 0;
+	if (sh == MAP_FAILED)
+		die("mmap shared");
+	memset((void *)sh, 0, sizeof(*sh));
+	fflush(stdout);
+	pa = fork();
+	if (pa == 0) {
+		struct work w;
+		long units = 0, chunk;
+		int begun = 0;
+		pin(1);
+		parse_spec(&w, aspec);
+		setup(&w);
+		llcsim_prepare((uint32_t)taga);
+		chunk = w.kind == K_HASH ? 256 : 1024;
+		fflush(stdout);
+		sh->ready = 1;
+		while (!sh->stop) {
+			step(&w, chunk);
+			if (begun)
+				units += chunk;
+			else if (sh->measuring) {
+				llcsim_op(LLCSIM_BEGIN, (uint32_t)taga);
+				begun = 1;
+			}
+		}
+		llcsim_op(LLCSIM_END, (uint32_t)taga);
+		printf("LLCSIM-RUN tag=%d role=aggressor spec=%s units=%ld cpu=%d sink=%llu\n", taga,
+		       aspec, units, sched_getcpu(), (unsigned long long)(w.sink + (uintptr_t)w.cur % 2));
+		fflush(stdout);
+		_exit(0);
+	}
+	pv = fork();
+	if (pv == 0) {
+		struct work w;
+		pin(0);
+		parse_spec(&w, vspec);
+		setup(&w);
+		llcsim_prepare((uint32_t)tagv);
+		while (!sh->ready)
+			;
+		step(&w, warm_units(&w));
+		llcsim_op(LLCSIM_BEGIN, (uint32_t)tagv);
+		sh->measuring = 1;
+		step(&w, fixed_units(&w));
+		llcsim_op(LLCSIM_END, (uint32_t)tagv);
+		sh->stop = 1;
+		printf("LLCSIM-RUN tag=%d role=victim spec=%s units=%ld cpu=%d sink=%llu\n", tagv,
+		       vspec, fixed_units(&w), sched_getcpu(),
+		       (unsigned long long)(w.sink + (uintptr_t)w.cur % 2));
+		fflush(stdout);
+		_exit(0);
+	}
+	if (waitpid(pv, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+		rc = 1;
+	sh->stop = 1;
+	if (waitpid(pa, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+		rc = 1;
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc >= 3 && !strcmp(argv[1], "phys"))
+		return cmd_phys(atoi(argv[2]));
+	if (argc >= 4 && !strcmp(argv[1], "sweep"))
+		return cmd_sweep(atol(argv[2]), atoi(argv[3]));
+	if (argc >= 4 && !strcmp(argv[1], "run")) {
+		struct work w;
+		pin(0);
+		parse_spec(&w, argv[2]);
+		setup(&w);
+		llcsim_prepare((uint32_t)atoi(argv[3]));
+		run_fixed(&w, atoi(argv[3]), "alone");
+		return 0;
+	}
+	if (argc >= 6 && !strcmp(argv[1], "pair"))
+		return cmd_pair(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));
+	fprintf(stderr, "usage: llcsim phys N | sweep LLC_KIB TAG0 | run SPEC TAG | "
+		"pair VSPEC ASPEC TAGV TAGA\n");
+	return 2;
+}

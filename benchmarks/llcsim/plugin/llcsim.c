@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * llcsim - QEMU (7.2, system mode) TCG plugin: a three-level data cache
+ * model fed with the guest-physical address of every guest memory access.
+ *
+ *   private L1d and L2 per vCPU, one shared LLC; all physically indexed,
+ *   set-associative, LRU or random replacement, write-allocate, no prefetch,
+ *   no coherence/invalidations, no instruction fetches; an access counts for
+ *   the line of its first byte.
+ *
+ * Counters: per vCPU x tag x mode (user/kernel by the instruction's virtual
+ * address) - instructions, data accesses, L1 misses (= L2 accesses), L2
+ * misses (= LLC accesses), LLC misses.  Tag 0 collects everything outside a
+ * measured region.
+ *
+ * Guest control: a magic 8-byte NOP, "nopl disp32(%rax,%rax,1)"
+ * (0f 1f 84 00 <disp32>) with disp32 = 0x4C5 << 20 | cmd << 16 | arg.
+ * The plugin recognises it at translation time and acts when it executes:
+ *   cmd 1 BEGIN  arg=tag: zero the tag's counters (all vCPUs), this vCPU's
+ *                current tag := tag
+ *   cmd 2 END    arg=tag: this vCPU's current tag := 0, dump the tag's
+ *                counters (summed over vCPUs) to the output file
+ *   cmd 3 RESUME arg=tag: current tag := tag (no reset)
+ *   cmd 4 TRACE  arg=n: log the physical address of the next n data accesses
+ *                of this vCPU
+ *   cmd 5 FLUSH: invalidate this vCPU's L1/L2 and the whole LLC
+ * Counters follow the vCPU, so a measured process must stay on one vCPU
+ * (the guest programs pin themselves).
+ *
+ * Thread safety: under MTTCG every vCPU runs in its own host thread.  The
+ * private caches and a vCPU's counters are only written by that thread; the
+ * shared LLC is protected by striped spinlocks (one per group of sets).
+ *
+ * Arguments (-plugin libllcsim.so,arg=value,...):
+ *   llc=2M llc_ways=16 l2=256K l2_ways=8 (l2=0: no L2) l1=32K l1_ways=8
+ *   line=64 repl=lru|random seed=1 out=FILE (default stderr)
+ *   sim=always|tagged (tagged: skip accesses of vCPUs whose tag is 0)
+ *   cpi=1.0 lat_l2=12 lat_llc=40 lat_mem=200 (timing model, printed cycles)
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <qemu-plugin.h>
+
+#include "cachemodel.h"
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
+
+#define MAGIC_HI	0x4C5u
+#define CMD_BEGIN	1
+#define CMD_END		2
+#define CMD_RESUME	3
+#define CMD_TRACE	4
+#define CMD_FLUSH	5
+#define MAX_TAGS	4096
+#define NLOCKS		1024
+#define KERNEL_VADDR	0xffff800000000000ull
+
+enum { F_INSNS, F_ACC, F_L1M, F_L2M, F_LLCM, NF };
+enum { M_USER, M_KERNEL, NM };
+
+struct vcpu {
+	struct cm_cache l1, l2;
+	uint64_t rng;
+	uint32_t tag;
+	uint32_t trace_left;
+	uint64_t (*stats)[NM][NF];	/* [MAX_TAGS][NM][NF] */
+	char pad[64];
+};
+
+static struct {
+	uint64_t l1, l2, llc;
+	uint32_t l1_ways, l2_ways, llc_ways, line;
+	enum cm_repl repl;
+	uint64_t seed;
+	bool tagged;
+	double cpi, lat_l2, lat_llc, lat_mem;
+	char *out;
+} cfg = {
+	.l1 = 32 << 10, .l2 = 256 << 10, .llc = 2 << 20,
+	.l1_ways = 8, .l2_ways = 8, .llc_ways = 16, .line = 64,
+	.repl = CM_LRU, .seed = 1, .tagged = false,
+	.cpi = 1.0, .lat_l2 = 12, .lat_llc = 40, .lat_mem = 200,
+};
+
+static struct cm_cache llc;
+static volatile char llc_lock[NLOCKS];
+static struct vcpu *vcpus;
+static int nvcpus;
+static FILE *out;
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t seq;
+
+static inline void lock_set(uint32_t s)
+{
+	volatile char *l = &llc_lock[s & (NLOCKS - 1)];
+	while (__atomic_test_and_set(l, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(l, __ATOMIC_RELAXED))
+			;
+}
+
+static inline void unlock_set(uint32_t s)
+{
+	__atomic_clear(&llc_lock[s & (NLOCKS - 1)], __ATOMIC_RELEASE);
+}
+
+static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
+		     uint64_t vaddr, void *ud)
+{
+	struct vcpu *v;
+	struct qemu_plugin_hwaddr *hw;
+	uint64_t pa, *s;
+	uint32_t set;
+	int hit;
+
+	if (idx >= (unsigned int)nvcpus)
+		return;
+	v = &vcpus[idx];
+	if (cfg.tagged && !v->tag)
+		return;
+	hw = qemu_plugin_get_hwaddr(info, vaddr);
+	if (!hw || qemu_plugin_hwaddr_is_io(hw))
+		return;
+	pa = qemu_plugin_hwaddr_phys_addr(hw);
+	if (v->trace_left) {
+		v->trace_left--;
+		pthread_mutex_lock(&out_lock);
+		fprintf(out, "trace vcpu=%u tag=%u vaddr=0x%" PRIx64 " pa=0x%" PRIx64 " %s\n",
+			idx, v->tag, vaddr, pa,
+			qemu_plugin_mem_is_store(info) ? "store" : "load");
+		fflush(out);
+		pthread_mutex_unlock(&out_lock);
+	}
+	s = v->stats[v->tag][(uintptr_t)ud];
+	s[F_ACC]++;
+	if (cm_access(&v->l1, pa, &v->rng))
+		return;
+	s[F_L1M]++;
+	if (cfg.l2 && cm_access(&v->l2, pa, &v->rng))
+		return;
+	s[F_L2M]++;
+	set = cm_set_of(&llc, pa);
+	lock_set(set);
+	hit = cm_access(&llc, pa, &v->rng);
+	unlock_set(set);
+	if (!hit)
+		s[F_LLCM]++;
+}
+
+static void vcpu_tb_exec(unsigned int idx, void *ud)
+{
+	uintptr_t d = (uintptr_t)ud;
+	struct vcpu *v;
+
+	if (idx >= (unsigned int)nvcpus)
+		return;
+	v = &vcpus[idx];
+	v->stats[v->tag][d >> 31][F_INSNS] += d & 0x7fffffff;
+}
+
+static double cycles_of(const uint64_t *f)
+{
+	return f[F_INSNS] * cfg.cpi + (double)(f[F_L1M] - f[F_L2M]) * cfg.lat_l2 +
+	       (double)(f[F_L2M] - f[F_LLCM]) * cfg.lat_llc +
+	       (double)f[F_LLCM] * cfg.lat_mem;
+}
+
+static void dump_tag(unsigned int ender, uint32_t tag)
+{
+	uint64_t sum[NM][NF] = { { 0 } };
+	char per[256];
+	size_t n = 0;
+	int i, m, f;
+
+	per[0] = 0;
+	for (i = 0; i < nvcpus; i++) {
+		uint64_t acc = 0;
+		for (m = 0; m < NM; m++) {
+			for (f = 0; f < NF; f++)
+				sum[m][f] += vcpus[i].stats[tag][m][f];
+			acc += vcpus[i].stats[tag][m][F_ACC];
+		}
+		if (n < sizeof(per) - 32)
+			n += snprintf(per + n, sizeof(per) - n, "%s%" PRIu64, i ? "/" : "", acc);
+	}
+	pthread_mutex_lock(&out_lock);
+	fprintf(out, "dump seq=%" PRIu64 " tag=%u vcpu=%u", ++seq, tag, ender);
+	for (m = 0; m < NM; m++) {
+		const char *p = m == M_USER ? "u" : "k";
+		fprintf(out, " %s_insns=%" PRIu64 " %s_acc=%" PRIu64 " %s_l1m=%" PRIu64
+			" %s_l2m=%" PRIu64 " %s_llcm=%" PRIu64 " %s_cycles=%.0f",
+			p, sum[m][F_INSNS], p, sum[m][F_ACC], p, sum[m][F_L1M],
+			p, sum[m][F_L2M], p, sum[m][F_LLCM], p, cycles_of(sum[m]));
+	}
+	fprintf(out, " acc_by_vcpu=%s\n", per);
+	fflush(out);
+	pthread_mutex_unlock(&out_lock);
+}
+
+static void vcpu_magic(unsigned int idx, void *ud)
+{
+	uint32_t d = (uint32_t)(uintptr_t)ud;
+	uint32_t cmd = (d >> 16) & 0xf, arg = d & 0xffff;
+	struct vcpu *v;
+	int i;
+
+	if (idx >= (unsigned int)nvcpus)
+		return;
+	v = &vcpus[idx];
+	switch (cmd) {
+	case CMD_BEGIN:
+		if (arg >= MAX_TAGS)
+			break;
+		for (i = 0; i < nvcpus; i++)
+			memset(vcpus[i].stats[arg], 0, sizeof(vcpus[i].stats[arg]));
+		v->tag = arg;
+		break;
+	case CMD_END:
+		v->tag = 0;
+		if (arg < MAX_TAGS)
+			dump_tag(idx, arg);
+		break;
+	case CMD_RESUME:
+		if (arg < MAX_TAGS)
+			v->tag = arg;
+		break;
+	case CMD_TRACE:
+		v->trace_left = arg;
+		break;
+	case CMD_FLUSH:
+		cm_flush(&v->l1);
+		if (cfg.l2)
+			cm_flush(&v->l2);
+		for (i = 0; i < NLOCKS; i++)
+			lock_set(i);
+		cm_flush(&llc);
+		for (i = 0; i < NLOCKS; i++)
+			unlock_set(i);
+		break;
+	default:
+		break;
+	}
+}
+
+static int magic_of(struct qemu_plugin_insn *insn, uint32_t *disp)
+{
+	const uint8_t *b;
+
+	if (qemu_plugin_insn_size(insn) != 8)
+		return 0;
+	b = qemu_plugin_insn_data(insn);
+	if (b[0] != 0x0f || b[1] != 0x1f || b[2] != 0x84 || b[3] != 0x00)
+		return 0;
+	*disp = (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 |
+		(uint32_t)b[7] << 24;
+	return (*disp >> 20) == MAGIC_HI;
+}
+
+static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+	size_t i, n = qemu_plugin_tb_n_insns(tb);
+	uintptr_t mode = qemu_plugin_tb_vaddr(tb) >= KERNEL_VADDR ? M_KERNEL : M_USER;
+	uint32_t disp;
+
+	qemu_plugin_register_vcpu_tb_exec_cb(tb, vcpu_tb_exec, QEMU_PLUGIN_CB_NO_REGS,
+					     (void *)(uintptr_t)(n | mode << 31));
+	for (i = 0; i < n; i++) {
+		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+
+		qemu_plugin_register_vcpu_mem_cb(insn, vcpu_mem, QEMU_PLUGIN_CB_NO_REGS,
+						 QEMU_PLUGIN_MEM_RW, (void *)mode);
+		if (magic_of(insn, &disp))
+			qemu_plugin_register_vcpu_insn_exec_cb(insn, vcpu_magic,
+							       QEMU_PLUGIN_CB_NO_REGS,
+							       (void *)(uintptr_t)disp);
+	}
+}
+
+static void plugin_exit(qemu_plugin_id_t id, void *p)
+{
+	dump_tag(0, 0);
+	pthread_mutex_lock(&out_lock);
+	fprintf(out, "exit\n");
+	fflush(out);
+	pthread_mutex_unlock(&out_lock);
+	if (out != stderr)
+		fclose(out);
+}
+
+static int parse_arg(const char *a)
+{
+	const char *eq = strchr(a, '=');
+	char key[32];
+	const char *val;
+	size_t kl;
+
+	if (!eq || (kl = (size_t)(eq - a)) >= sizeof(key))
+		return -1;
+	memcpy(key, a, kl);
+	key[kl] = 0;
+	val = eq + 1;
+	if (!strcmp(key, "l1"))
+		return (cfg.l1 = cm_parse_size(val)) ? 0 : -1;
+	if (!strcmp(key, "l2")) {
+		cfg.l2 = cm_parse_size(val);
+		return (cfg.l2 || !strcmp(val, "0")) ? 0 : -1;
+	}
+	if (!strcmp(key, "llc"))
+		return (cfg.llc = cm_parse_size(val)) ? 0 : -1;
+	if (!strcmp(key, "l1_ways"))
+		return (cfg.l1_ways = (uint32_t)atoi(val)) ? 0 : -1;
+	if (!strcmp(key, "l2_ways"))
+		return (cfg.l2_ways = (uint32_t)atoi(val)) ? 0 : -1;
+	if (!strcmp(key, "llc_ways"))
+		return (cfg.llc_ways = (uint32_t)atoi(val)) ? 0 : -1;
+	if (!strcmp(key, "line"))
+		return (cfg.line = (uint32_t)cm_parse_size(val)) ? 0 : -1;
+	if (!strcmp(key, "repl")) {
+		if (!strcmp(val, "lru"))
+			cfg.repl = CM_LRU;
+		else if (!strcmp(val, "random"))
+			cfg.repl = CM_RANDOM;
+		else
+			return -1;
+		return 0;
+	}
+	if (!strcmp(key, "seed"))
+		return (cfg.seed = strtoull(val, NULL, 0)) ? 0 : -1;
+	if (!strcmp(key, "sim")) {
+		if (!strcmp(val, "always"))
+			cfg.tagged = false;
+		else if (!strcmp(val, "tagged"))
+			cfg.tagged = true;
+		else
+			return -1;
+		return 0;
+	}
+	if (!strcmp(key, "out")) {
+		cfg.out = strdup(val);
+		return 0;
+	}
+	if (!strcmp(key, "cpi"))
+		return (cfg.cpi = atof(val)) > 0 ? 0 : -1;
+	if (!strcmp(key, "lat_l2"))
+		return (cfg.lat_l2 = atof(val)) >= 0 ? 0 : -1;
+	if (!strcmp(key, "lat_llc"))
+		return (cfg.lat_llc = atof(val)) >= 0 ? 0 : -1;
+	if (!strcmp(key, "lat_mem"))
+		return (cfg.lat_mem = atof(val)) >= 0 ? 0 : -1;
+	return -1;
+}
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
+					   const qemu_info_t *info,
+					   int argc, char **argv)
+{
+	int i;
+
+	if (!info->system_emulation) {
+		fprintf(stderr, "llcsim: needs system emulation (physical addresses)\n");
+		return -1;
+	}
+	for (i = 0; i < argc; i++) {
+		if (parse_arg(argv[i])) {
+			fprintf(stderr, "llcsim: bad argument '%s'\n", argv[i]);
+			return -1;
+		}
+	}
+	if (cm_init(&llc, cfg.llc, cfg.llc_ways, cfg.line, cfg.repl)) {
+		fprintf(stderr, "llcsim: bad LLC geometry\n");
+		return -1;
+	}
+	nvcpus = info->system.max_vcpus;
+	vcpus = calloc((size_t)nvcpus, sizeof(*vcpus));
+	if (!vcpus)
+		return -1;
+	for (i = 0; i < nvcpus; i++) {
+		struct vcpu *v = &vcpus[i];
+
+		if (cm_init(&v->l1, cfg.l1, cfg.l1_ways, cfg.line, cfg.repl) ||
+		    (cfg.l2 && cm_init(&v->l2, cfg.l2, cfg.l2_ways, cfg.line, cfg.repl))) {
+			fprintf(stderr, "llcsim: bad L1/L2 geometry\n");
+			return -1;
+		}
+		v->rng = cfg.seed * 0x9E3779B97F4A7C15ull + (uint64_t)i + 1;
+		v->stats = calloc(MAX_TAGS, sizeof(*v->stats));
+		if (!v->stats)
+			return -1;
+	}
+	out = stderr;
+	if (cfg.out && !(out = fopen(cfg.out, "w"))) {
+		perror(cfg.out);
+		return -1;
+	}
+	fprintf(out, "config l1=%" PRIu64 "/%u l2=%" PRIu64 "/%u llc=%" PRIu64 "/%u"
+		" line=%u llc_sets=%u colors=%" PRIu64 " repl=%s sim=%s vcpus=%d"
+		" cpi=%g lat_l2=%g lat_llc=%g lat_mem=%g\n",
+		cfg.l1, cfg.l1_ways, cfg.l2, cfg.l2_ways, cfg.llc, cfg.llc_ways,
+		cfg.line, llc.sets, cfg.llc / ((uint64_t)cfg.llc_ways * 4096),
+		cfg.repl == CM_LRU ? "lru" : "random", cfg.tagged ? "tagged" : "always",
+		nvcpus, cfg.cpi, cfg.lat_l2, cfg.lat_llc, cfg.lat_mem);
+	fflush(out);
+	qemu_plugin_register_vcpu_tb_trans_cb(id, vcpu_tb_trans);
+	qemu_plugin_register_atexit_cb(id, plugin_exit, NULL);
+	return 0;
+}

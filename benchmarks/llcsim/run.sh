@@ -1,0 +1,127 @@
+#!/bin/bash
+# llcsim: shared-LLC simulator (QEMU TCG plugin) for the page colouring kernel.
+#
+# usage: benchmarks/llcsim/run.sh {build|unit|validate|table2|all} [--quick]
+#   build     plugin (fetches qemu-plugin.h of the installed QEMU from Debian's
+#             source package on first use), static guest program, host unit
+#             test, patched kernel (scripts/build-kernel.sh)
+#   unit      host unit test of the cache model (TAP, < 1 s); builds it first
+#   validate  boot the patched kernel under QEMU TCG with the plugin: physical
+#             address check, working-set sweep, shared vs disjoint colours;
+#             writes docs/results/llcsim-validation.md (+ .png); fails on a
+#             wrong answer
+#   table2    Table 2 / Figure 5 experiment; writes docs/results/llcsim-table2.md
+#   all       build unit validate table2
+#
+# Environment: LLC_SIZE (2M) LLC_WAYS (16) L2_SIZE (256K) L2_WAYS (8)
+#   L1_SIZE (32K) L1_WAYS (8) REPL (lru) COLORS (32, kernel page_colors=)
+#   MEM (1024 MiB) BOOT_TIMEOUT (s) JOBS (2)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+kp=$repo/kernel-patch
+build=$here/build
+results=$repo/docs/results
+py=$repo/.venv/bin/python3
+[ -x "$py" ] || py=python3
+
+LLC_SIZE=${LLC_SIZE:-2M} LLC_WAYS=${LLC_WAYS:-16}
+L2_SIZE=${L2_SIZE:-256K} L2_WAYS=${L2_WAYS:-8}
+L1_SIZE=${L1_SIZE:-32K} L1_WAYS=${L1_WAYS:-8}
+REPL=${REPL:-lru} COLORS=${COLORS:-32} MEM=${MEM:-1024}
+QUICK=0
+[ "${2:-}" = --quick ] && QUICK=1
+
+log() { echo "llcsim: $*" >&2; }
+
+llc_kib() { "$py" - "$LLC_SIZE" <<'EOF'
+import sys
+s = sys.argv[1].upper().rstrip('B').rstrip('I')
+m = {'K': 1, 'M': 1024, 'G': 1 << 20}
+print(int(s[:-1]) * m[s[-1]] if s[-1] in m else int(s) // 1024)
+EOF
+}
+
+do_build() {
+	make -s -C "$here/plugin"
+	make -s -C "$here/guest"
+	make -s -C "$here/test"
+	kernel=$(JOBS=${JOBS:-2} "$here/scripts/build-kernel.sh" | tail -1)
+	log "plugin $build/libllcsim.so, guest $build/guest/llcsim, kernel $kernel"
+}
+
+do_unit() {
+	make -s -C "$here/test"
+	"$build/test_cachemodel"
+}
+
+# boot NAME "LIST" TIMEOUT: initramfs with the guest program, boot with the plugin
+boot() {
+	local name=$1 list=$2 timeout=$3
+	local initrd=$build/initramfs-$name.cpio.gz
+	local serial=$build/$name.serial.log simout=$build/$name.sim.log
+	"$kp/scripts/mkinitramfs.sh" -o "$initrd" -t "$build/guest" -T "$timeout" -l "$list" >&2
+	local parg="$build/libllcsim.so,llc=$LLC_SIZE,llc_ways=$LLC_WAYS,l2=$L2_SIZE,l2_ways=$L2_WAYS"
+	parg+=",l1=$L1_SIZE,l1_ways=$L1_WAYS,line=64,repl=$REPL,out=$simout"
+	local t0=$SECONDS rc=0
+	PATH="$here/scripts/qemu-wrap:$PATH" LLCSIM_PLUGIN_ARG="$parg" \
+		"$kp/scripts/boot-test.sh" -k "$build/kernel/bzImage" -i "$initrd" -o "$serial" \
+		-e any -m "$MEM" -s 2 -t "$timeout" -a "page_colors=$COLORS" >&2 || rc=$?
+	log "$name: guest run took $((SECONDS - t0)) s (boot-test exit $rc)"
+	echo "$serial $simout $rc $((SECONDS - t0))"
+}
+
+do_validate() {
+	local kib passes=40
+	kib=$(llc_kib)
+	[ $QUICK = 1 ] && passes=10
+	local v="chase/$((kib / 4))/$passes/c=0-15"
+	local list="llcsim:phys:16 llcsim:sweep:$kib:100"
+	list+=" llcsim:run:$v:200"
+	list+=" llcsim:pair:$v:stream/32768/0/c=0-15:201:202"
+	list+=" llcsim:pair:$v:stream/32768/0/c=16-31:203:204"
+	list+=" llcsim:pair:chase/$((kib / 4))/$passes:stream/32768/0:205:206"
+	read -r serial simout rc secs < <(boot validate "$list" "${BOOT_TIMEOUT:-3000}")
+	mkdir -p "$results"
+	"$py" "$here/scripts/analyze.py" validate --serial "$serial" --sim "$simout" \
+		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --out "$results/llcsim-validation.md" \
+		--cmd "benchmarks/llcsim/run.sh validate${2:+ $2}"
+}
+
+do_table2() {
+	local kib n_ml n_wl probes=200000 wprobes=200000 lines=400000
+	kib=$(llc_kib)
+	# Paper (4 MiB LLC): ML_HJ hash table 1.86 MiB (0.465 C), WL_HJ 18.6 MiB (4.65 C).
+	# Table bytes = 4 B per bucket (power of two) + 32 B per entry.
+	n_ml=$((kib * 1024 * 465 / 1000 / 36))
+	n_wl=$((kib * 1024 * 4650 / 1000 / 36))
+	[ $QUICK = 1 ] && { probes=50000; wprobes=50000; lines=100000; }
+	local list="" tag=300 k c
+	list+=" llcsim:run:hash/$n_ml/$probes:$((tag++))"
+	list+=" llcsim:run:hash/$n_ml/$probes/pc=0-3:$((tag++))"
+	list+=" llcsim:run:stream/32768/$lines:$((tag++))"
+	list+=" llcsim:run:stream/32768/$lines/c=0-3:$((tag++))"
+	list+=" llcsim:run:hash/$n_wl/$wprobes:$((tag++))"
+	list+=" llcsim:run:hash/$n_wl/$wprobes/c=0-3:$((tag++))"
+	for k in 32 16 8 4; do
+		if [ "$k" = "$COLORS" ]; then c=all; else c=0-$((k - 1)); fi
+		list+=" llcsim:pair:hash/$n_ml/$probes/pc=$c:stream/32768/0/c=$c:$tag:$((tag + 1))"
+		tag=$((tag + 2))
+		list+=" llcsim:pair:hash/$n_ml/$probes/pc=$c:hash/$n_wl/0/c=$c:$tag:$((tag + 1))"
+		tag=$((tag + 2))
+	done
+	read -r serial simout rc secs < <(boot table2 "$list" "${BOOT_TIMEOUT:-5400}")
+	mkdir -p "$results"
+	"$py" "$here/scripts/analyze.py" table2 --serial "$serial" --sim "$simout" \
+		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --out "$results/llcsim-table2.md" \
+		--cmd "benchmarks/llcsim/run.sh table2${2:+ $2}"
+}
+
+case "${1:-}" in
+build) do_build ;;
+unit) do_unit ;;
+validate) do_build; do_validate "$@" ;;
+table2) do_build; do_table2 "$@" ;;
+all) do_build; do_unit; do_validate "$@"; do_table2 "$@" ;;
+*) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Host unit test of the llcsim cache model (plugin/cachemodel.h), TAP output.
+ * Runs in well under a second.  Every check compares with an answer known
+ * independently of the model (hand-worked sequences, a naive reference LRU,
+ * analytic results for cyclic sweeps).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../plugin/cachemodel.h"
+
+static int ntest, nfail;
+
+static void ok(int cond, const char *fmt, const char *name, double a, double b)
+{
+	ntest++;
+	if (!cond)
+		nfail++;
+	printf("%s %d - %s", cond ? "ok" : "not ok", ntest, name);
+	if (fmt) {
+		printf(" (");
+		printf(fmt, a, b);
+		printf(")");
+	}
+	printf("\n");
+}
+
+/* Naive reference: timestamps, evict the oldest. */
+struct ref {
+	uint32_t sets, ways, shift;
+	uint64_t *tag, *ts, clock;
+};
+
+static void ref_init(struct ref *r, uint64_t size, uint32_t ways, uint32_t line)
+{
+	r->ways = ways;
+	r->sets = (uint32_t)(size / ways / line);
+	r->shift = (uint32_t)__builtin_ctz(line);
+	r->tag = calloc((size_t)r->sets * ways, 8);
+	r->ts = calloc((size_t)r->sets * ways, 8);
+	r->clock = 0;
+}
+
+static int ref_access(struct ref *r, uint64_t addr)
+{
+	uint64_t ln = addr >> r->shift;
+	uint32_t s = (uint32_t)(ln % r->sets), w, old = 0;
+	uint64_t *t = r->tag + (size_t)s * r->ways, *ts = r->ts + (size_t)s * r->ways;
+
+	r->clock++;
+	for (w = 0; w < r->ways; w++) {
+		if (t[w] == ln + 1) {
+			ts[w] = r->clock;
+			return 1;
+		}
+	}
+	for (w = 1; w < r->ways; w++)
+		if (ts[w] < ts[old])
+			old = w;
+	t[old] = ln + 1;
+	ts[old] = r->clock;
+	return 0;
+}
+
+/* Hit rate of a cyclic sweep over `bytes` (stride `line`) after one warm pass. */
+static double cyclic_hit_rate(struct cm_cache *c, uint64_t base, uint64_t bytes, int passes)
+{
+	uint64_t rng = 12345, hits = 0, n = 0, a;
+	int p;
+
+	cm_flush(c);
+	for (a = 0; a < bytes; a += c->line)
+		cm_access(c, base + a, &rng);
+	for (p = 0; p < passes; p++)
+		for (a = 0; a < bytes; a += c->line, n++)
+			hits += (uint64_t)cm_access(c, base + a, &rng);
+	return (double)hits / (double)n;
+}
+
+/* Physical address of page `i` of a range whose pages have colours in
+ * [c0, c0 + nc): page frames chosen round-robin over those colours. */
+static uint64_t colored_page(uint64_t i, int c0, int nc, int ncolors)
+{
+	uint64_t round = i / (uint64_t)nc;
+	uint64_t color = (uint64_t)c0 + i % (uint64_t)nc;
+	return ((round + 1000) * (uint64_t)ncolors + color) << 12;
+}
+
+int main(void)
+{
+	struct cm_cache c;
+	uint64_t rng = 1;
+	int i, hits;
+
+	printf("TAP version 13\n1..16\n");
+
+	/* 1-2: geometry */
+	i = cm_init(&c, 2 << 20, 16, 64, CM_LRU);
+	ok(i == 0 && c.sets == 2048 && c.line_shift == 6,
+	   "%g sets, want %g", "2 MiB 16-way 64 B: 2048 sets", c.sets, 2048);
+	ok(c.size / (c.ways * 4096ull) == 32, NULL, "2 MiB 16-way: 32 page colours", 0, 0);
+	cm_free(&c);
+	{
+		struct cm_cache bad;
+		ok(cm_init(&bad, 3 << 20, 16, 64, CM_LRU) != 0 &&
+		   cm_init(&bad, 2 << 20, 16, 48, CM_LRU) != 0 &&
+		   cm_init(&bad, 2 << 20, 0, 64, CM_LRU) != 0,
+		   NULL, "bad geometries rejected", 0, 0);
+	}
+
+	/* 4: hand-worked LRU sequence in one 4-way set */
+	cm_init(&c, 4 * 64 * 16, 4, 64, CM_LRU);	/* 16 sets */
+	{
+		uint64_t S = 16 * 64;	/* same set stride */
+		uint64_t A = 0, B = S, C = 2 * S, D = 3 * S, E = 4 * S;
+		int r = 0;
+		r |= cm_access(&c, A, &rng) << 0;
+		r |= cm_access(&c, B, &rng) << 1;
+		r |= cm_access(&c, C, &rng) << 2;
+		r |= cm_access(&c, D, &rng) << 3;
+		r |= cm_access(&c, A + 8, &rng) << 4;	/* hit, same line; A becomes MRU */
+		r |= cm_access(&c, E, &rng) << 5;	/* miss, evicts B (LRU) */
+		ok(r == (1 << 4) && cm_probe(&c, A) && !cm_probe(&c, B) && cm_probe(&c, C) &&
+		   cm_probe(&c, D) && cm_probe(&c, E) && !cm_probe(&c, 64),
+		   NULL, "LRU: A B C D A E evicts B, keeps A C D E, other sets untouched", 0, 0);
+	}
+	cm_free(&c);
+
+	/* 5: model == naive reference LRU on a random trace */
+	{
+		struct ref r;
+		uint64_t s = 99, a;
+		long mism = 0, h = 0;
+		cm_init(&c, 64 << 10, 8, 64, CM_LRU);
+		ref_init(&r, 64 << 10, 8, 64);
+		for (i = 0; i < 2000000; i++) {
+			a = (cm_xorshift(&s) % (256 << 10)) & ~7ull;
+			int x = cm_access(&c, a, &rng), y = ref_access(&r, a);
+			mism += x != y;
+			h += x;
+		}
+		ok(mism == 0 && h > 0, "%g mismatches, %g hits", "LRU equals naive reference on 2M random accesses",
+		   (double)mism, (double)h);
+		cm_free(&c);
+	}
+
+	/* 6-8: cyclic sweeps with LRU: fits -> all hits, 2x -> no hits */
+	cm_init(&c, 2 << 20, 16, 64, CM_LRU);
+	{
+		double h05 = cyclic_hit_rate(&c, 1 << 30, 1 << 20, 2);
+		double h10 = cyclic_hit_rate(&c, 1 << 30, 2 << 20, 2);
+		double h11 = cyclic_hit_rate(&c, 1 << 30, (2 << 20) + (2 << 20) / 8, 2);
+		double h20 = cyclic_hit_rate(&c, 1 << 30, 4 << 20, 2);
+		ok(h05 == 1.0, "hit rate %g, want %g", "LRU cyclic 0.5x capacity: all hits", h05, 1);
+		ok(h10 == 1.0, "hit rate %g, want %g", "LRU cyclic 1.0x capacity (contiguous): all hits", h10, 1);
+		ok(h11 == 0.0 && h20 == 0.0, "1.125x %g, 2x %g", "LRU cyclic >1x capacity: no hits (LRU thrashes)", h11, h20);
+	}
+	cm_free(&c);
+
+	/* 9: random replacement keeps some lines on a 1.5x cyclic sweep */
+	cm_init(&c, 2 << 20, 16, 64, CM_RANDOM);
+	{
+		double h = cyclic_hit_rate(&c, 1 << 30, 3 << 20, 4);
+		ok(h > 0.2 && h < 0.8, "hit rate %g (%g)", "random replacement: 1.5x cyclic sweep partly hits", h, 0);
+	}
+	cm_free(&c);
+
+	/* 10: set index ignores bits above the set field; colour = page bits in the index */
+	cm_init(&c, 2 << 20, 16, 64, CM_LRU);
+	ok(cm_set_of(&c, 0x12345040) == cm_set_of(&c, 0x12345040 + (2 << 20) / 16) &&
+	   (cm_set_of(&c, 5ull << 12) >> 6) == 5 && (cm_set_of(&c, 37ull << 12) >> 6) == 5,
+	   NULL, "set index: stride size/ways aliases; page colour = (pfn mod 32) selects 64-set group", 0, 0);
+
+	/* 11-12: page colouring: disjoint colours isolate, shared colours do not */
+	{
+		uint64_t vpages = 128, spages = 8192, p, a;	/* victim 512 KiB, stream 32 MiB */
+		int col_v0 = 0, ncol_v = 16;
+		double hd, hs;
+		/* disjoint: victim colours 0-15, stream colours 16-31 */
+		cm_flush(&c);
+		for (p = 0; p < vpages; p++)
+			for (a = 0; a < 4096; a += 64)
+				cm_access(&c, colored_page(p, col_v0, ncol_v, 32) + a, &rng);
+		for (p = 0; p < spages; p++)
+			for (a = 0; a < 4096; a += 64)
+				cm_access(&c, colored_page(p, 16, 16, 32) + a, &rng);
+		hits = 0;
+		for (p = 0; p < vpages; p++)
+			for (a = 0; a < 4096; a += 64)
+				hits += cm_probe(&c, colored_page(p, col_v0, ncol_v, 32) + a);
+		hd = hits / (double)(vpages * 64);
+		/* shared: stream in the victim's colours 0-15 */
+		cm_flush(&c);
+		for (p = 0; p < vpages; p++)
+			for (a = 0; a < 4096; a += 64)
+				cm_access(&c, colored_page(p, col_v0, ncol_v, 32) + a, &rng);
+		for (p = 0; p < spages; p++)
+			for (a = 0; a < 4096; a += 64)
+				cm_access(&c, colored_page(p, 0, 16, 32) + a, &rng);
+		hits = 0;
+		for (p = 0; p < vpages; p++)
+			for (a = 0; a < 4096; a += 64)
+				hits += cm_probe(&c, colored_page(p, col_v0, ncol_v, 32) + a);
+		hs = hits / (double)(vpages * 64);
+		ok(hd == 1.0, "resident %g (%g)", "disjoint colours: victim fully resident after a 32 MiB stream", hd, 0);
+		ok(hs == 0.0, "resident %g (%g)", "shared colours: 32 MiB stream evicts the victim", hs, 0);
+	}
+
+	/* 13: capacity of a colour subset: 4 colours hold 4/32 of the cache */
+	{
+		double h3 = 0, h5 = 0;
+		uint64_t p, a, rr = 7, n = 0, hh = 0;
+		for (int k = 0; k < 2; k++) {
+			uint64_t pages = k ? 80 : 48;	/* 4 colours = 256 KiB = 64 pages */
+			cm_flush(&c);
+			n = hh = 0;
+			for (int pass = 0; pass < 3; pass++)
+				for (p = 0; p < pages; p++)
+					for (a = 0; a < 4096; a += 64) {
+						int h = cm_access(&c, colored_page(p, 0, 4, 32) + a, &rr);
+						if (pass) { hh += h; n++; }
+					}
+			if (k) h5 = hh / (double)n; else h3 = hh / (double)n;
+		}
+		ok(h3 == 1.0 && h5 == 0.0, "0.75x of 4 colours %g, 1.25x %g",
+		   "4 colours = 256 KiB: 192 KiB cyclic fits, 320 KiB thrashes", h3, h5);
+	}
+	cm_free(&c);
+
+	/* 14-16: size parsing */
+	ok(cm_parse_size("2M") == (2u << 20) && cm_parse_size("256K") == (256u << 10) &&
+	   cm_parse_size("64") == 64 && cm_parse_size("1MiB") == (1u << 20),
+	   NULL, "size parsing: 2M 256K 64 1MiB", 0, 0);
+	ok(cm_parse_size("2X") == 0 && cm_parse_size("") == 0, NULL, "size parsing: bad strings give 0", 0, 0);
+	{
+		/* random replacement never returns hit for an absent line */
+		cm_init(&c, 32 << 10, 8, 64, CM_RANDOM);
+		int bad = 0;
+		for (i = 0; i < 100000; i++) {
+			uint64_t a = (cm_xorshift(&rng) % (1 << 20)) & ~63ull;
+			int pres = cm_probe(&c, a);
+			int h = cm_access(&c, a, &rng);
+			bad += pres != h || !cm_probe(&c, a);
+		}
+		ok(bad == 0, "%g inconsistencies (%g)", "random replacement: hit iff present, line present after access", bad, 0);
+		cm_free(&c);
+	}
+
+	printf("# %d/%d passed\n", ntest - nfail, ntest);
+	return nfail ? 1 : 0;
+}
