@@ -1,0 +1,372 @@
+#!/usr/bin/env python3
+"""Turn an llcsim guest run (serial log + plugin output) into a Markdown report
+with PNG plots, and check the known answers (validate).  Exit status 1 when a
+check fails or the guest run failed."""
+import argparse
+import os
+import platform
+import re
+import subprocess
+import sys
+
+KV = re.compile(r'(\w+)=(\S+)')
+
+
+def kv(line):
+    return {k: v for k, v in KV.findall(line)}
+
+
+def num(v):
+    try:
+        return int(v)
+    except ValueError:
+        try:
+            return float(v)
+        except ValueError:
+            return v
+
+
+def load(serial, sim):
+    with open(serial, 'rb') as f:
+        ser = f.read().decode('utf-8', 'replace').replace('\r', '').splitlines()
+    with open(sim) as f:
+        simlines = f.read().splitlines()
+    d = {'config': {}, 'dumps': {}, 'traces': [], 'phys': [], 'runs': {}, 'colors': [],
+         'hash': [], 'results': [], 'serial': ser}
+    for ln in simlines:
+        if ln.startswith('config '):
+            d['config'] = kv(ln)
+        elif ln.startswith('dump '):
+            x = {k: num(v) for k, v in kv(ln).items()}
+            d['dumps'][x['tag']] = x
+        elif ln.startswith('trace '):
+            d['traces'].append(kv(ln))
+    for ln in ser:
+        i = ln.find('LLCSIM-')
+        if i < 0:
+            if '=== PCTEST' in ln:
+                d['results'].append(ln[ln.find('=== PCTEST'):])
+            continue
+        ln = ln[i:]
+        if ln.startswith('LLCSIM-PHYS'):
+            d['phys'].append(kv(ln))
+        elif ln.startswith('LLCSIM-RUN'):
+            x = kv(ln)
+            d['runs'][int(x['tag'])] = x
+        elif ln.startswith('LLCSIM-COLORS'):
+            d['colors'].append(kv(ln))
+        elif ln.startswith('LLCSIM-HASH'):
+            d['hash'].append(kv(ln))
+    return d
+
+
+def metrics(d, tag):
+    x = d['dumps'].get(tag)
+    if not x:
+        return None
+    m = {k: x['u_' + k] for k in ('insns', 'acc', 'l1m', 'l2m', 'llcm', 'cycles')}
+    m['llc_mr'] = m['llcm'] / m['l2m'] if m['l2m'] else 0.0
+    m['l2_mr'] = m['l2m'] / m['l1m'] if m['l1m'] else 0.0
+    m['k_acc'] = x['k_acc']
+    m['k_cycles'] = x['k_cycles']
+    m['by_vcpu'] = x['acc_by_vcpu']
+    run = d['runs'].get(tag, {})
+    m['units'] = int(run.get('units', 0) or 0)
+    m['spec'] = run.get('spec', '?')
+    m['cpu'] = run.get('cpu', '?')
+    return m
+
+
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
+    except Exception:
+        return '?'
+
+
+def machine(args, d):
+    cpu = sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2").strip()
+    q = sh('qemu-system-x86_64 --version | head -1')
+    cmdline = next((r for r in d['results'] if 'cmdline' in r), '')
+    cpus = next((r for r in d['results'] if 'cpus:' in r), '')
+    c = d['config']
+    return '\n'.join([
+        '## Machine and configuration', '',
+        f'- Host: {platform.node()}, {os.cpu_count()} vCPUs ({cpu}), kernel {platform.release()}, '
+        f'load average at report time {os.getloadavg()[0]:.1f}.',
+        f'- {q}, `-accel tcg` (MTTCG: one host thread per vCPU), `-cpu qemu64,l3-cache=on -smp 2 '
+        f'-m {args.mem}`; guest: patched Linux 6.1 (kernel-patch series, test.config + CONFIG_ACPI) '
+        f'booted with `page_colors=32`.',
+        f'- Guest serial: `{cmdline.replace("=== PCTEST ", "")}`; `{cpus.replace("=== PCTEST ", "")}`',
+        f'- Plugin: L1d {int(c.get("l1", "0/0").split("/")[0]) >> 10} KiB '
+        f'{c.get("l1", "0/0").split("/")[1]}-way, L2 {int(c.get("l2", "0/0").split("/")[0]) >> 10} KiB '
+        f'{c.get("l2", "0/0").split("/")[1]}-way (private per vCPU), LLC '
+        f'{int(c.get("llc", "0/0").split("/")[0]) >> 10} KiB {c.get("llc", "0/0").split("/")[1]}-way '
+        f'shared, {c.get("line")} B lines, {c.get("llc_sets")} sets, {c.get("colors")} colours, '
+        f'replacement {c.get("repl")}, simulation {c.get("sim")}.',
+        f'- Timing model: cycles = insns x {c.get("cpi")} + L2 hits x {c.get("lat_l2")} + LLC hits x '
+        f'{c.get("lat_llc")} + LLC misses x {c.get("lat_mem")} (user-mode counts of the measured region).',
+        f'- Command: `{args.cmd}` (guest run {args.secs} s wall, boot-test exit {args.boot_rc}).',
+        f'- Raw data: `benchmarks/llcsim/build/{os.path.basename(args.serial)}` (serial), '
+        f'`benchmarks/llcsim/build/{os.path.basename(args.sim)}` (plugin), not committed.', ''])
+
+
+def colors_summary(d):
+    n = len(d['colors'])
+    bad = [c for c in d['colors'] if c['sampled'] != c['inside']]
+    return n, bad
+
+
+def plt_mod():
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def validate(args, d):
+    checks = []
+
+    def check(ok, what):
+        checks.append((bool(ok), what))
+
+    check(args.boot_rc == 0, f'guest run passed boot-test (exit {args.boot_rc})')
+    # 1. physical addresses
+    ph, tr = d['phys'], d['traces']
+    match = sum(1 for p, t in zip(ph, tr) if int(p['pa'], 16) == int(t['pa'], 16))
+    check(len(ph) > 0 and len(ph) == len(tr) == match,
+          f'physical addresses: {match} of {len(ph)} traced loads have the PA the guest read from '
+          f'/proc/self/pagemap ({len(tr)} traces)')
+    # 2. sweep
+    sweep = []
+    for tag in sorted(t for t in d['runs'] if 100 <= t < 200):
+        m = metrics(d, tag)
+        if not m:
+            continue
+        kib = int(m['spec'].split('/')[1])
+        sweep.append((kib / args.llc_kib, kib, m))
+    knee = next((f for f, _, m in sweep if m['llc_mr'] >= 0.5), None)
+    low = [m['llc_mr'] for f, _, m in sweep if f <= 0.75]
+    high = [m['llc_mr'] for f, _, m in sweep if f >= 1.5]
+    check(len(sweep) >= 8, f'sweep: {len(sweep)} sizes measured')
+    check(low and max(low) <= 0.10, f'sweep: LLC miss rate <= 10% up to 0.75x LLC (max {max(low or [1]):.3f})')
+    check(high and min(high) >= 0.90, f'sweep: LLC miss rate >= 90% from 1.5x LLC (min {min(high or [0]):.3f})')
+    check(knee is not None and 0.875 <= knee <= 1.25,
+          f'sweep: knee (first size with LLC miss rate >= 50%) at {knee}x the configured LLC, '
+          f'expected within 0.875x..1.25x')
+    # 3. colours
+    alone, sh_v, sh_a, dj_v, dj_a, al_v, al_a = (metrics(d, t) for t in (200, 201, 202, 203, 204, 205, 206))
+    if all((alone, sh_v, sh_a, dj_v, dj_a)):
+        check(dj_v['llc_mr'] <= alone['llc_mr'] + 0.05,
+              f'disjoint colours: victim LLC miss rate {dj_v["llc_mr"]:.3f} within 5 points of alone '
+              f'({alone["llc_mr"]:.3f})')
+        check(sh_v['llc_mr'] >= alone['llc_mr'] + 0.20,
+              f'shared colours: victim LLC miss rate {sh_v["llc_mr"]:.3f} at least 20 points above '
+              f'alone ({alone["llc_mr"]:.3f})')
+        check(sh_a['acc'] > 0 and dj_a['acc'] > 0,
+              f'the stream really co-ran: {sh_a["acc"]} / {dj_a["acc"]} accesses in the victim\'s window')
+    else:
+        check(False, 'colour test: missing dumps')
+    ncol, bad = colors_summary(d)
+    check(ncol > 0 and not bad, f'kernel colouring: {ncol - len(bad)} of {ncol} allocations had all sampled '
+          f'pages in the requested colours (/proc/self/pagemap)')
+
+    # plots
+    plt = plt_mod()
+    base = os.path.splitext(args.out)[0]
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    xs = [f for f, _, _ in sweep]
+    ax[0].plot(xs, [m['llc_mr'] for _, _, m in sweep], 'o-', label='LLC miss rate (misses / LLC accesses)')
+    ax[0].plot(xs, [m['l2_mr'] for _, _, m in sweep], 's--', label='L2 miss rate')
+    ax[0].axvline(1.0, color='gray', lw=0.8)
+    ax[0].set_xscale('log', base=2)
+    ax[0].set_xlabel('working set / configured LLC size')
+    ax[0].set_ylabel('miss rate')
+    ax[0].set_title(f'Pointer chase sweep, LLC {args.llc_kib} KiB')
+    ax[0].legend(fontsize=8)
+    labels, vals = [], []
+    for name, m in (('alone', alone), ('shared\ncolours', sh_v), ('disjoint\ncolours', dj_v),
+                    ('no colouring\n(both all)', al_v)):
+        if m:
+            labels.append(name)
+            vals.append(m['llc_mr'])
+    ax[1].bar(labels, vals, color=['gray', 'tab:red', 'tab:green', 'tab:orange'][:len(vals)])
+    ax[1].set_ylabel('victim LLC miss rate')
+    ax[1].set_title('512 KiB chase (CPU 0) vs 32 MiB stream (CPU 1)')
+    fig.tight_layout()
+    fig.savefig(base + '.png', dpi=110)
+
+    L = ['# llcsim validation: known answers from the simulated shared LLC', '',
+         'Generated by `benchmarks/llcsim/scripts/analyze.py` from one guest run. Counts are user-mode '
+         'data accesses of the measured region (kernel-mode accesses are counted separately and left out).', '',
+         machine(args, d),
+         '## Checks', '']
+    for ok, what in checks:
+        L.append(f'- {"PASS" if ok else "FAIL"}: {what}')
+    L += ['', f'![sweep and colours]({os.path.basename(base)}.png)', '',
+          '## 1. Physical addresses', '',
+          'The guest reads the PFN of a page from /proc/self/pagemap, prints PFN<<12 | offset, then loads that '
+          'word right after the plugin\'s TRACE command; the plugin logs the physical address it computed '
+          '(qemu_plugin_hwaddr_phys_addr).', '',
+          '| i | guest (pagemap) | plugin |', '| --- | --- | --- |']
+    for p, t in list(zip(ph, tr))[:8]:
+        L.append(f'| {p["i"]} | {p["pa"]} | {t["pa"]} |')
+    L += [f'| ... | {len(ph)} loads | {match} equal |', '',
+          '## 2. Working-set sweep', '',
+          'One process on vCPU 0, all colours; random cyclic pointer chase, one node per 64 B line; two warm-up '
+          'passes, then >= 3 passes (>= 300k loads) measured. With LRU a cyclic pattern larger than the cache '
+          'misses on every access, so the LLC miss rate should jump from ~0 to ~1 at the configured size; the '
+          'step is not vertical because the kernel spreads the pages over the 32 colours (sets) unevenly.', '',
+          '| WS / LLC | WS KiB | loads | L2 miss rate | LLC accesses | LLC misses | LLC miss rate | '
+          'modeled cycles / load |', '| --- | --- | --- | --- | --- | --- | --- | --- |']
+    for f, kib, m in sweep:
+        L.append(f'| {f:.3g} | {kib} | {m["acc"]} | {m["l2_mr"]:.3f} | {m["l2m"]} | {m["llcm"]} | '
+                 f'{m["llc_mr"]:.3f} | {m["cycles"] / max(m["acc"], 1):.1f} |')
+    L += ['', '## 3. Shared vs disjoint colours', '',
+          'Victim: 512 KiB (0.25x LLC) random pointer chase pinned to vCPU 0, its memory bound to colours 0-15 '
+          '(1 MiB of LLC); aggressor: sequential read (one word per line) over 32 MiB, pinned to vCPU 1, '
+          'running for the whole measured window of the victim. Shared: aggressor bound to colours 0-15; '
+          'disjoint: aggressor bound to 16-31; last row: neither process coloured.', '',
+          '| case | victim LLC accesses | victim LLC miss rate | victim modeled cycles | aggressor accesses '
+          'in window | aggressor LLC miss rate | accesses by vCPU (victim tag) |',
+          '| --- | --- | --- | --- | --- | --- | --- |']
+    for name, v, a in (('alone', alone, None), ('shared colours (0-15 / 0-15)', sh_v, sh_a),
+                       ('disjoint colours (0-15 / 16-31)', dj_v, dj_a), ('no colouring', al_v, al_a)):
+        if not v:
+            continue
+        L.append(f'| {name} | {v["l2m"]} | {v["llc_mr"]:.3f} | {v["cycles"]:.3g} | '
+                 f'{a["acc"] if a else "-"} | {("%.3f" % a["llc_mr"]) if a else "-"} | '
+                 f'{v["by_vcpu"]} |')
+    L += ['', '## Colour placement seen by the guest', '',
+          f'{ncol} allocations checked (up to 512 pages sampled each through pagemap); '
+          f'{len(bad)} had pages outside their colours.', '']
+    for c in d['colors']:
+        L.append(f'- `{c.get("pid")}` {" ".join(k for k in c if k not in ("pid", "want", "sampled", "inside"))}'
+                 f' want={c["want"]}: {c["inside"]}/{c["sampled"]} inside')
+    with open(args.out, 'w') as f:
+        f.write('\n'.join(L) + '\n')
+    for ok, what in checks:
+        print(f'{"ok" if ok else "not ok"} - {what}')
+    return 0 if all(ok for ok, _ in checks) else 1
+
+
+def table2(args, d):
+    tags = sorted(d['runs'])
+    runs = {t: metrics(d, t) for t in tags}
+    alone = [t for t in tags if d['runs'][t]['role'] == 'alone']
+    pairs = [t for t in tags if d['runs'][t]['role'] == 'victim']
+    L = ['# llcsim: Table 2 / Figure 5 in the simulated shared LLC', '',
+         'Generated by `benchmarks/llcsim/scripts/analyze.py` from one guest run. A moderate-locality hash-join '
+         'probe loop (ML_HJ) co-runs with a weak co-runner whose colours shrink from all 32 to 4 (the paper '
+         'shrinks the buffer pool\'s colours; the weak query is confined to them, and so is ML_HJ\'s probe '
+         'input, while ML_HJ\'s hash table keeps all colours).', '',
+         machine(args, d),
+         '## Workloads', '',
+         '- ML_HJ: `hash/N/P`: bucket array (4 B, power of two) + chained 32 B entries, P probes whose keys are '
+         'read sequentially from an 8 MiB array of random existing keys (one match per probe).',
+         '- WL stream: sequential read of one 8-byte word per 64 B line over 32 MiB (a scan; the most '
+         'aggressive weak co-runner).',
+         '- WL_HJ: the same probe loop with a table of ~5x the LLC (paper: 18.6 MiB / 4 MiB = 4.65x).', '']
+    for h in d['hash']:
+        L.append(f'- hash table built: {h["entries"]} entries, {h["buckets"]} buckets, {h["table_kib"]} KiB '
+                 f'({int(h["table_kib"]) / args.llc_kib:.2f}x LLC)')
+    L += ['', '## Alone', '',
+          '| tag | spec | units | accesses | LLC accesses | LLC miss rate | modeled cycles | cycles / unit |',
+          '| --- | --- | --- | --- | --- | --- | --- | --- |']
+    for t in alone:
+        m = runs[t]
+        if m:
+            L.append(f'| {t} | `{m["spec"]}` | {m["units"]} | {m["acc"]} | {m["l2m"]} | {m["llc_mr"]:.3f} | '
+                     f'{m["cycles"]:.4g} | {m["cycles"] / max(m["units"], 1):.1f} |')
+
+    def alone_of(kind):
+        for t in alone:
+            m = runs[t]
+            if m and m['spec'].startswith(kind) and '/c=' not in m['spec'] and '/pc=' not in m['spec']:
+                return m
+        return None
+    ml0 = next((runs[t] for t in alone if runs[t] and runs[t]['spec'].startswith('hash') and
+                '/pc=' not in runs[t]['spec'] and int(runs[t]['spec'].split('/')[1]) < 100000), None)
+    st0 = alone_of('stream')
+    wl0 = next((runs[t] for t in alone if runs[t] and runs[t]['spec'].startswith('hash') and
+                '/c=' not in runs[t]['spec'] and int(runs[t]['spec'].split('/')[1]) >= 100000), None)
+    rows = []
+    for tv in pairs:
+        v, a = runs.get(tv), runs.get(tv + 1)
+        if not v or not a:
+            continue
+        c = v['spec'].split('pc=')[1] if 'pc=' in v['spec'] else 'all'
+        k = 32 if c == 'all' else int(c.split('-')[1]) + 1
+        kind = 'stream' if a['spec'].startswith('stream') else 'WL_HJ'
+        ref = st0 if kind == 'stream' else wl0
+        a_cpu = a['cycles'] / max(a['units'], 1)
+        a_time = a_cpu * ref['units'] if ref else float('nan')
+        rows.append((kind, k, v, a, a_cpu, a_time, ref))
+    L += ['', '## Co-runs (victim ML_HJ on vCPU 0, weak co-runner on vCPU 1)', '',
+          'Victim time = modeled cycles of its fixed work (P probes). Co-runner time = its modeled cycles per unit '
+          'during the victim\'s window x the units of its alone run (it runs until the victim finishes).', '',
+          '| co-runner | weak colours | ML_HJ LLC miss rate | ML_HJ modeled Mcycles | vs alone | co-runner LLC miss '
+          'rate | co-runner cycles/unit | co-runner modeled Mcycles | vs alone | co-runner/victim accesses |',
+          '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']
+    for kind, k, v, a, a_cpu, a_time, ref in sorted(rows, key=lambda r: (r[0], -r[1])):
+        ref_cpu = ref['cycles'] / max(ref['units'], 1) if ref else float('nan')
+        L.append(f'| {kind} | {k} | {v["llc_mr"]:.3f} | {v["cycles"] / 1e6:.2f} | '
+                 f'{v["cycles"] / ml0["cycles"]:.2f}x | {a["llc_mr"]:.3f} | {a_cpu:.1f} | {a_time / 1e6:.2f} | '
+                 f'{a_cpu / ref_cpu:.2f}x | {a["acc"] / max(v["acc"], 1):.2f} |')
+    if ml0:
+        L.append(f'\nML_HJ alone: LLC miss rate {ml0["llc_mr"]:.3f}, {ml0["cycles"] / 1e6:.2f} Mcycles.')
+
+    plt = plt_mod()
+    base = os.path.splitext(args.out)[0]
+    fig, ax = plt.subplots(2, 2, figsize=(11, 7))
+    for col, kind in enumerate(('stream', 'WL_HJ')):
+        rs = sorted([r for r in rows if r[0] == kind], key=lambda r: -r[1])
+        ks = [r[1] for r in rs]
+        ax[0][col].plot(ks, [r[2]['llc_mr'] for r in rs], 'o-', label='ML_HJ')
+        ax[0][col].plot(ks, [r[3]['llc_mr'] for r in rs], 's-', label=kind)
+        if ml0:
+            ax[0][col].axhline(ml0['llc_mr'], color='gray', ls=':', label='ML_HJ alone')
+        ax[1][col].plot(ks, [r[2]['cycles'] / 1e6 for r in rs], 'o-', label='ML_HJ')
+        ax[1][col].plot(ks, [r[5] / 1e6 for r in rs], 's-', label=kind)
+        if ml0:
+            ax[1][col].axhline(ml0['cycles'] / 1e6, color='gray', ls=':', label='ML_HJ alone')
+        for r in (0, 1):
+            ax[r][col].set_xlim(34, 2)
+            ax[r][col].set_xticks([32, 16, 8, 4])
+            ax[r][col].set_xlabel('colours of the weak co-runner')
+            ax[r][col].legend(fontsize=8)
+        ax[0][col].set_ylabel('LLC miss rate')
+        ax[1][col].set_ylabel('modeled time (Mcycles)')
+        ax[0][col].set_title(f'ML_HJ + {kind}')
+    fig.tight_layout()
+    fig.savefig(base + '.png', dpi=110)
+    L += ['', f'![Figure 5 analogue]({os.path.basename(base)}.png)', '']
+    ncol, bad = colors_summary(d)
+    L += [f'Colour placement (pagemap samples): {ncol - len(bad)} of {ncol} allocations entirely in their colours.',
+          '']
+    with open(args.out, 'w') as f:
+        f.write('\n'.join(L) + '\n')
+    ok = args.boot_rc == 0 and ml0 is not None and len(rows) == 8 and not bad
+    print(f'{"ok" if ok else "not ok"} - table2: {len(rows)} co-runs, boot-test exit {args.boot_rc}, '
+          f'{len(bad)} colour violations')
+    return 0 if ok else 1
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('mode', choices=['validate', 'table2'])
+    ap.add_argument('--serial', required=True)
+    ap.add_argument('--sim', required=True)
+    ap.add_argument('--boot-rc', type=int, default=0)
+    ap.add_argument('--secs', default='?')
+    ap.add_argument('--llc-kib', type=int, default=2048)
+    ap.add_argument('--mem', default='1024')
+    ap.add_argument('--out', required=True)
+    ap.add_argument('--cmd', default='')
+    args = ap.parse_args()
+    d = load(args.serial, args.sim)
+    sys.exit(validate(args, d) if args.mode == 'validate' else table2(args, d))
+
+
+if __name__ == '__main__':
+    main()
