@@ -206,8 +206,9 @@ def reset_schedule(dbname=None):
 def run_batch(queries, policy, dbname=None, timeout=600.0):
     """Submit queries together (each on its own connection) and wait for all.
 
-    Under a scheduling policy the batch is queued with mccdb_hold_admission(true)
-    and released at once; under 'off' (no gate) the threads start at a barrier.
+    Under a scheduling policy the batch is queued with mccdb_hold_admission(true),
+    one query after another (each planned once the previous one waits), and
+    released at once; under 'off' (no gate) the threads start at a barrier.
     Returns (total seconds from release to the last finish, [per-query dict with
     'response' (release to finish, s), 'exec' (admitted to released from
     mccdb_recent_queries, s, or the response time when there is no gate), 'cpu'
@@ -228,7 +229,8 @@ def run_batch(queries, policy, dbname=None, timeout=600.0):
 
         def work(i):
             try:
-                barrier.wait()
+                if not held:
+                    barrier.wait()
                 c0 = backend_cpu(pids[i])
                 conns[i].execute(queries[i].sql).fetchall()
                 ends[i] = time.perf_counter()
@@ -238,18 +240,24 @@ def run_batch(queries, policy, dbname=None, timeout=600.0):
                 errors.append(e)
 
         threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(len(queries))]
-        for t in threads:
-            t.start()
         if held:
-            barrier.wait()
-            deadline = time.time() + 30
-            while ctl.execute("select count(*) from mccdb_queue where state = 'waiting'").fetchone()[0] < len(queries):
-                if time.time() > deadline:
-                    raise RuntimeError("batch did not queue (is the query below mccdb.min_cost?)")
-                time.sleep(0.01)
+            # one after another, each planned after the previous one is queued (so MLS
+            # plan selection sees the queue the batch builds), then released together
+            base = ctl.execute("select count(*) from mccdb_queue where state = 'waiting'").fetchone()[0]
+            for i, t in enumerate(threads):
+                t.start()
+                deadline = time.time() + 30
+                while ctl.execute("select count(*) from mccdb_queue where state = 'waiting'").fetchone()[0] < base + i + 1:
+                    if errors:
+                        raise errors[0]
+                    if time.time() > deadline:
+                        raise RuntimeError("batch did not queue (is the query below mccdb.min_cost?)")
+                    time.sleep(0.005)
             t0 = time.perf_counter()
             ctl.execute("select mccdb_hold_admission(false)")
         else:
+            for t in threads:
+                t.start()
             t0 = time.perf_counter()
             barrier.wait()
         for t in threads:
