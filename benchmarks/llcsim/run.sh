@@ -16,6 +16,9 @@
 # Environment: LLC_SIZE (2M) LLC_WAYS (16) L2_SIZE (256K) L2_WAYS (8)
 #   L1_SIZE (32K) L1_WAYS (8) REPL (lru) COLORS (32, kernel page_colors=)
 #   MEM (1024 MiB) BOOT_TIMEOUT (s) JOBS (2)
+#   SYNC (10000: modeled-time quantum in cycles between the vCPUs, 0 = off)
+#   LAT_SEQ (20: cycles of an LLC miss to the line after a recent miss, i.e. a
+#   prefetched stream; 200 = every miss costs the memory latency)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -29,6 +32,7 @@ LLC_SIZE=${LLC_SIZE:-2M} LLC_WAYS=${LLC_WAYS:-16}
 L2_SIZE=${L2_SIZE:-256K} L2_WAYS=${L2_WAYS:-8}
 L1_SIZE=${L1_SIZE:-32K} L1_WAYS=${L1_WAYS:-8}
 REPL=${REPL:-lru} COLORS=${COLORS:-32} MEM=${MEM:-1024}
+SYNC=${SYNC:-10000} LAT_SEQ=${LAT_SEQ:-20}
 QUICK=0
 [ "${2:-}" = --quick ] && QUICK=1
 
@@ -62,7 +66,7 @@ boot() {
 	local serial=$build/$name.serial.log simout=$build/$name.sim.log
 	"$kp/scripts/mkinitramfs.sh" -o "$initrd" -t "$build/guest" -T "$timeout" -l "$list" >&2
 	local parg="$build/libllcsim.so,llc=$LLC_SIZE,llc_ways=$LLC_WAYS,l2=$L2_SIZE,l2_ways=$L2_WAYS"
-	parg+=",l1=$L1_SIZE,l1_ways=$L1_WAYS,line=64,repl=$REPL,out=$simout"
+	parg+=",l1=$L1_SIZE,l1_ways=$L1_WAYS,line=64,repl=$REPL,sync=$SYNC,lat_seq=$LAT_SEQ,out=$simout"
 	local t0=$SECONDS rc=0
 	PATH="$here/scripts/qemu-wrap:$PATH" LLCSIM_PLUGIN_ARG="$parg" \
 		"$kp/scripts/boot-test.sh" -k "$build/kernel/bzImage" -i "$initrd" -o "$serial" \
@@ -89,7 +93,7 @@ do_validate() {
 }
 
 do_table2() {
-	local kib n_ml n_wl probes=200000 wprobes=200000 lines=400000
+	local kib n_ml n_wl probes=400000 wprobes=400000 lines=800000
 	kib=$(llc_kib)
 	# Paper (4 MiB LLC): ML_HJ hash table 1.86 MiB (0.465 C), WL_HJ 18.6 MiB (4.65 C).
 	# Table bytes = 4 B per bucket (power of two) + 32 B per entry.

@@ -36,6 +36,13 @@
  *   line=64 repl=lru|random seed=1 out=FILE (default stderr)
  *   sim=always|tagged (tagged: skip accesses of vCPUs whose tag is 0)
  *   cpi=1.0 lat_l2=12 lat_llc=40 lat_mem=200 (timing model, printed cycles)
+ *   lat_seq=200: cost of an LLC miss to the line after one of the vCPU's last
+ *     4 LLC-missed lines (a stream a prefetcher would cover); = lat_mem: off
+ *   sync=Q (cycles, 0 = off): modeled-time synchronisation - a vCPU whose
+ *     modeled clock is more than Q cycles ahead of another running vCPU's
+ *     waits (sched_yield) until that one catches up, at most 50 ms per wait
+ *     (so QEMU-internal waits between vCPU threads cannot deadlock).  Halted
+ *     vCPUs do not count; a vCPU that wakes up takes the running ones' clock.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -43,6 +50,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sched.h>
 
 #include <qemu-plugin.h>
 
@@ -60,7 +69,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define NLOCKS		1024
 #define KERNEL_VADDR	0xffff800000000000ull
 
-enum { F_INSNS, F_ACC, F_L1M, F_L2M, F_LLCM, NF };
+enum { F_INSNS, F_ACC, F_L1M, F_L2M, F_LLCM, F_SEQM, NF };
 enum { M_USER, M_KERNEL, NM };
 
 struct vcpu {
@@ -69,6 +78,11 @@ struct vcpu {
 	uint32_t tag;
 	uint32_t trace_left;
 	uint64_t (*stats)[NM][NF];	/* [MAX_TAGS][NM][NF] */
+	uint64_t clock;			/* modeled centicycles (atomic) */
+	int idle;			/* halted (atomic) */
+	uint64_t miss_line[4];		/* recent LLC-missed lines */
+	unsigned miss_pos;
+	uint64_t waits, wait_timeouts;
 	char pad[64];
 };
 
@@ -78,14 +92,17 @@ static struct {
 	enum cm_repl repl;
 	uint64_t seed;
 	bool tagged;
-	double cpi, lat_l2, lat_llc, lat_mem;
+	double cpi, lat_l2, lat_llc, lat_mem, lat_seq;
+	uint64_t sync;			/* quantum, centicycles; 0 = off */
 	char *out;
 } cfg = {
 	.l1 = 32 << 10, .l2 = 256 << 10, .llc = 2 << 20,
 	.l1_ways = 8, .l2_ways = 8, .llc_ways = 16, .line = 64,
 	.repl = CM_LRU, .seed = 1, .tagged = false,
-	.cpi = 1.0, .lat_l2 = 12, .lat_llc = 40, .lat_mem = 200,
+	.cpi = 1.0, .lat_l2 = 12, .lat_llc = 40, .lat_mem = 200, .lat_seq = -1,
 };
+/* integer centicycle versions for the clocks */
+static uint64_t c_cpi, c_l2, c_llc, c_mem, c_seq;
 
 static struct cm_cache llc;
 static volatile char llc_lock[NLOCKS];
@@ -140,15 +157,74 @@ static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
 	if (cm_access(&v->l1, pa, &v->rng))
 		return;
 	s[F_L1M]++;
-	if (cfg.l2 && cm_access(&v->l2, pa, &v->rng))
+	if (cfg.l2 && cm_access(&v->l2, pa, &v->rng)) {
+		__atomic_store_n(&v->clock, v->clock + c_l2, __ATOMIC_RELAXED);
 		return;
+	}
 	s[F_L2M]++;
 	set = cm_set_of(&llc, pa);
 	lock_set(set);
 	hit = cm_access(&llc, pa, &v->rng);
 	unlock_set(set);
-	if (!hit)
-		s[F_LLCM]++;
+	if (hit) {
+		__atomic_store_n(&v->clock, v->clock + c_llc, __ATOMIC_RELAXED);
+		return;
+	}
+	s[F_LLCM]++;
+	{
+		uint64_t line = pa >> llc.line_shift;
+		int seqm = 0, j;
+		for (j = 0; j < 4; j++)
+			seqm |= v->miss_line[j] + 1 == line;
+		v->miss_line[v->miss_pos++ & 3] = line;
+		if (seqm)
+			s[F_SEQM]++;
+		__atomic_store_n(&v->clock, v->clock + (seqm ? c_seq : c_mem), __ATOMIC_RELAXED);
+	}
+}
+
+/* Lowest clock of the other running vCPUs, UINT64_MAX if none. */
+static uint64_t min_other_clock(unsigned int idx)
+{
+	uint64_t m = UINT64_MAX, c;
+	int i;
+	for (i = 0; i < nvcpus; i++) {
+		if ((unsigned int)i == idx || __atomic_load_n(&vcpus[i].idle, __ATOMIC_RELAXED))
+			continue;
+		c = __atomic_load_n(&vcpus[i].clock, __ATOMIC_RELAXED);
+		if (c < m)
+			m = c;
+	}
+	return m;
+}
+
+static void sync_wait(unsigned int idx, struct vcpu *v)
+{
+	struct timespec t0, t;
+	int started = 0;
+	for (;;) {
+		uint64_t m = min_other_clock(idx);
+		if (m == UINT64_MAX || v->clock <= m + cfg.sync)
+			return;
+		if (!started) {
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			started = 1;
+			v->waits++;
+		} else {
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > 50000000L) {
+				v->wait_timeouts++;
+				return;
+			}
+		}
+		sched_yield();
+	}
+}
+
+static void vcpu_idle(qemu_plugin_id_t id, unsigned int idx)
+{
+	if (idx < (unsigned int)nvcpus)
+		__atomic_store_n(&vcpus[idx].idle, 1, __ATOMIC_RELAXED);
 }
 
 static void vcpu_tb_exec(unsigned int idx, void *ud)
@@ -160,13 +236,23 @@ static void vcpu_tb_exec(unsigned int idx, void *ud)
 		return;
 	v = &vcpus[idx];
 	v->stats[v->tag][d >> 31][F_INSNS] += d & 0x7fffffff;
+	if (__atomic_load_n(&v->idle, __ATOMIC_RELAXED)) {
+		/* woke up: time went on while halted */
+		uint64_t m = min_other_clock(idx);
+		if (m != UINT64_MAX && m > v->clock)
+			__atomic_store_n(&v->clock, m, __ATOMIC_RELAXED);
+		__atomic_store_n(&v->idle, 0, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&v->clock, v->clock + (d & 0x7fffffff) * c_cpi, __ATOMIC_RELAXED);
+	if (cfg.sync)
+		sync_wait(idx, v);
 }
 
 static double cycles_of(const uint64_t *f)
 {
 	return f[F_INSNS] * cfg.cpi + (double)(f[F_L1M] - f[F_L2M]) * cfg.lat_l2 +
 	       (double)(f[F_L2M] - f[F_LLCM]) * cfg.lat_llc +
-	       (double)f[F_LLCM] * cfg.lat_mem;
+	       (double)(f[F_LLCM] - f[F_SEQM]) * cfg.lat_mem + (double)f[F_SEQM] * cfg.lat_seq;
 }
 
 static void dump_tag(unsigned int ender, uint32_t tag)
@@ -192,9 +278,9 @@ static void dump_tag(unsigned int ender, uint32_t tag)
 	for (m = 0; m < NM; m++) {
 		const char *p = m == M_USER ? "u" : "k";
 		fprintf(out, " %s_insns=%" PRIu64 " %s_acc=%" PRIu64 " %s_l1m=%" PRIu64
-			" %s_l2m=%" PRIu64 " %s_llcm=%" PRIu64 " %s_cycles=%.0f",
+			" %s_l2m=%" PRIu64 " %s_llcm=%" PRIu64 " %s_seqm=%" PRIu64 " %s_cycles=%.0f",
 			p, sum[m][F_INSNS], p, sum[m][F_ACC], p, sum[m][F_L1M],
-			p, sum[m][F_L2M], p, sum[m][F_LLCM], p, cycles_of(sum[m]));
+			p, sum[m][F_L2M], p, sum[m][F_LLCM], p, sum[m][F_SEQM], p, cycles_of(sum[m]));
 	}
 	fprintf(out, " acc_by_vcpu=%s\n", per);
 	fflush(out);
@@ -282,8 +368,12 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 
 static void plugin_exit(qemu_plugin_id_t id, void *p)
 {
+	int i;
 	dump_tag(0, 0);
 	pthread_mutex_lock(&out_lock);
+	for (i = 0; i < nvcpus; i++)
+		fprintf(out, "sync vcpu=%d clock_cycles=%" PRIu64 " waits=%" PRIu64 " wait_timeouts=%" PRIu64 "\n",
+			i, vcpus[i].clock / 100, vcpus[i].waits, vcpus[i].wait_timeouts);
 	fprintf(out, "exit\n");
 	fflush(out);
 	pthread_mutex_unlock(&out_lock);
@@ -351,6 +441,12 @@ static int parse_arg(const char *a)
 		return (cfg.lat_llc = atof(val)) >= 0 ? 0 : -1;
 	if (!strcmp(key, "lat_mem"))
 		return (cfg.lat_mem = atof(val)) >= 0 ? 0 : -1;
+	if (!strcmp(key, "lat_seq"))
+		return (cfg.lat_seq = atof(val)) >= 0 ? 0 : -1;
+	if (!strcmp(key, "sync")) {
+		cfg.sync = strtoull(val, NULL, 0) * 100;
+		return 0;
+	}
 	return -1;
 }
 
@@ -370,6 +466,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 			return -1;
 		}
 	}
+	if (cfg.lat_seq < 0)
+		cfg.lat_seq = cfg.lat_mem;
+	c_cpi = (uint64_t)(cfg.cpi * 100 + 0.5);
+	c_l2 = (uint64_t)(cfg.lat_l2 * 100 + 0.5);
+	c_llc = (uint64_t)(cfg.lat_llc * 100 + 0.5);
+	c_mem = (uint64_t)(cfg.lat_mem * 100 + 0.5);
+	c_seq = (uint64_t)(cfg.lat_seq * 100 + 0.5);
 	if (cm_init(&llc, cfg.llc, cfg.llc_ways, cfg.line, cfg.repl)) {
 		fprintf(stderr, "llcsim: bad LLC geometry\n");
 		return -1;
@@ -388,6 +491,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 		}
 		v->rng = cfg.seed * 0x9E3779B97F4A7C15ull + (uint64_t)i + 1;
 		v->stats = calloc(MAX_TAGS, sizeof(*v->stats));
+		v->idle = 1;	/* until it executes its first TB */
 		if (!v->stats)
 			return -1;
 	}
@@ -398,13 +502,14 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 	}
 	fprintf(out, "config l1=%" PRIu64 "/%u l2=%" PRIu64 "/%u llc=%" PRIu64 "/%u"
 		" line=%u llc_sets=%u colors=%" PRIu64 " repl=%s sim=%s vcpus=%d"
-		" cpi=%g lat_l2=%g lat_llc=%g lat_mem=%g\n",
+		" cpi=%g lat_l2=%g lat_llc=%g lat_mem=%g lat_seq=%g sync=%" PRIu64 "\n",
 		cfg.l1, cfg.l1_ways, cfg.l2, cfg.l2_ways, cfg.llc, cfg.llc_ways,
 		cfg.line, llc.sets, cfg.llc / ((uint64_t)cfg.llc_ways * 4096),
 		cfg.repl == CM_LRU ? "lru" : "random", cfg.tagged ? "tagged" : "always",
-		nvcpus, cfg.cpi, cfg.lat_l2, cfg.lat_llc, cfg.lat_mem);
+		nvcpus, cfg.cpi, cfg.lat_l2, cfg.lat_llc, cfg.lat_mem, cfg.lat_seq, cfg.sync / 100);
 	fflush(out);
 	qemu_plugin_register_vcpu_tb_trans_cb(id, vcpu_tb_trans);
+	qemu_plugin_register_vcpu_idle_cb(id, vcpu_idle);
 	qemu_plugin_register_atexit_cb(id, plugin_exit, NULL);
 	return 0;
 }

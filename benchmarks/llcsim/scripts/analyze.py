@@ -191,6 +191,9 @@ def validate(args, d):
             labels.append(name)
             vals.append(m['llc_mr'])
     ax[1].bar(labels, vals, color=['gray', 'tab:red', 'tab:green', 'tab:orange'][:len(vals)])
+    for i, v in enumerate(vals):
+        ax[1].text(i, v + 0.02, f'{v:.3f}', ha='center', fontsize=9)
+    ax[1].set_ylim(0, 1.05)
     ax[1].set_ylabel('victim LLC miss rate')
     ax[1].set_title('512 KiB chase (CPU 0) vs 32 MiB stream (CPU 1)')
     fig.tight_layout()
