@@ -46,6 +46,8 @@ def main(argv=None):
             row.append(s.fmt())
             cpu_cells.append(s_cpu.fmt())
             plot[k].append(((actual or est) / 1048576, s))
+            if s_cpu.n:
+                plot.setdefault(k + " cpu", []).append(((actual or est) / 1048576, s_cpu))
         row.insert(4, stats.summarize(alone_all).fmt(0 if min(alone_all) > 10 else 2))
         rows.append(row + cpu_cells)
     C = srv.get("llc_used", 0) / 1048576
@@ -71,7 +73,29 @@ def draw(res, plot, kinds, C, corunner):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(7, 4))
+    has_cpu = any(plot.get(k + " cpu") for k in kinds)
+    if has_cpu:
+        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4), sharey=True)
+    else:
+        fig, ax = plt.subplots(figsize=(7, 4))
+    for k, mk in zip(kinds, "osd"):
+        if not has_cpu:
+            continue
+        xs = [x for x, _ in plot[k + " cpu"]]
+        ys = [s.median for _, s in plot[k + " cpu"]]
+        err = [[s.median - s.lo for _, s in plot[k + " cpu"]], [s.hi - s.median for _, s in plot[k + " cpu"]]]
+        ax2.errorbar(xs, ys, yerr=err, marker=mk, capsize=3, label=f"beside {k} join PLQ_{a_corunner}")
+    if has_cpu:
+        from matplotlib.ticker import ScalarFormatter as SF
+        ax2.set_xscale("log")
+        ax2.xaxis.set_major_formatter(SF())
+        ax2.xaxis.set_minor_formatter(SF())
+        ax2.tick_params(axis="x", which="minor", labelsize=7)
+        ax2.axhline(1.0, color="black", lw=0.5)
+        for x in (C / 3, C, 3 * C):
+            ax2.axvline(x, color="gray", ls=":", lw=0.8)
+        ax2.set_xlabel("hash table size of the target PLQ_n (MB, actual)")
+        ax2.set_title("CPU time of the target: co-run / alone", fontsize=10)
     for k, mk in zip(kinds, "osd"):
         xs = [x for x, _ in plot[k]]
         ys = [s.median for _, s in plot[k]]
@@ -89,7 +113,7 @@ def draw(res, plot, kinds, C, corunner):
     ax.tick_params(axis="x", which="minor", labelsize=7)
     ax.set_xlabel("hash table size of the target PLQ_n (MB, actual)")
     ax.set_ylabel("slowdown (co-run / alone)")
-    ax.set_title("Hash-join PLQ_n beside a co-runner")
+    ax.set_title("Hash-join PLQ_n beside a co-runner: wall time", fontsize=10)
     ax.legend(fontsize=8)
     res.figure(fig)
 
@@ -103,15 +127,17 @@ def replot(md_path, corunner=25):
     C = float(re.search(r"C = ([0-9.]+) MB", text).group(1))
     kinds = ["hash", "index", "bitmap"]
     plot = {k: [] for k in kinds}
-    for line in text.splitlines():
+    for line in text.split("### First run")[0].splitlines():
         if not line.startswith("| PLQ_"):
             continue
         cells = [c.strip() for c in line.strip("|").split("|")]
-        for k, cell in zip(kinds, cells[5:8]):
+        for k, cell in zip(kinds + [k + " cpu" for k in kinds], cells[5:11]):
             m = re.match(r"([0-9.]+)(?: \(([0-9.]+)-([0-9.]+)\))?", cell)
+            if not m:
+                continue
             med = float(m.group(1))
             lo, hi = (float(m.group(2)), float(m.group(3))) if m.group(2) else (med, med)
-            plot[k].append((float(cells[2]), st.Summary(med, lo, hi, 3)))
+            plot.setdefault(k, []).append((float(cells[2]), st.Summary(med, lo, hi, 3)))
     res = report.Result(pathlib.Path(md_path).stem, "", {}, "", pathlib.Path(md_path).parent)
     hdr = re.search(r"- Machine: (.*?);", text).group(1)
     res.scale = re.search(r"- Scale: (.*)", text).group(1)
