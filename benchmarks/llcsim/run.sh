@@ -64,7 +64,7 @@ boot() {
 	local name=$1 list=$2 timeout=$3
 	local initrd=$build/initramfs-$name.cpio.gz
 	local serial=$build/$name.serial.log simout=$build/$name.sim.log
-	"$kp/scripts/mkinitramfs.sh" -o "$initrd" -t "$build/guest" -T "$timeout" -l "$list" >&2
+	"$kp/scripts/mkinitramfs.sh" -o "$initrd" -t "$build/guest" -T "${PROG_TIMEOUT:-600}" -l "$list" >&2
 	local parg="$build/libllcsim.so,llc=$LLC_SIZE,llc_ways=$LLC_WAYS,l2=$L2_SIZE,l2_ways=$L2_WAYS"
 	parg+=",l1=$L1_SIZE,l1_ways=$L1_WAYS,line=64,repl=$REPL,sync=$SYNC,lat_seq=$LAT_SEQ,out=$simout"
 	local t0=$SECONDS rc=0
@@ -100,25 +100,39 @@ do_table2() {
 	n_ml=$((kib * 1024 * 465 / 1000 / 36))
 	n_wl=$((kib * 1024 * 4650 / 1000 / 36))
 	[ $QUICK = 1 ] && { probes=50000; wprobes=50000; lines=100000; }
+	# ML_HJ's hash table: bound to all colours (as MCC-DB gives a moderate
+	# hash table every colour; the kernel then spreads it round-robin), or
+	# TABLE2_VARIANT=default: no policy, the allocator's choice.
+	local ml="hash/$n_ml/$probes/c=0-$((COLORS - 1))" out=llcsim-table2.md
+	# TABLE2_VARIANT=disjoint: the table bound to the colours the weak
+	# co-runner does not get (k..31; all 32 when k = 32).
+	case "${TABLE2_VARIANT:-bound}" in
+	default) ml="hash/$n_ml/$probes"; out=llcsim-table2-default-alloc.md ;;
+	disjoint) out=llcsim-table2-disjoint.md ;;
+	esac
 	local list="" tag=300 k c
-	list+=" llcsim:run:hash/$n_ml/$probes:$((tag++))"
-	list+=" llcsim:run:hash/$n_ml/$probes/pc=0-3:$((tag++))"
+	list+=" llcsim:run:$ml:$((tag++))"
+	list+=" llcsim:run:$ml/pc=0-3/pref:$((tag++))"
 	list+=" llcsim:run:stream/32768/$lines:$((tag++))"
-	list+=" llcsim:run:stream/32768/$lines/c=0-3:$((tag++))"
+	list+=" llcsim:run:stream/32768/$lines/c=0-3/pref:$((tag++))"
 	list+=" llcsim:run:hash/$n_wl/$wprobes:$((tag++))"
-	list+=" llcsim:run:hash/$n_wl/$wprobes/c=0-3:$((tag++))"
+	list+=" llcsim:run:hash/$n_wl/$wprobes/c=0-3/pref:$((tag++))"
 	for k in 32 16 8 4; do
 		if [ "$k" = "$COLORS" ]; then c=all; else c=0-$((k - 1)); fi
-		list+=" llcsim:pair:hash/$n_ml/$probes/pc=$c:stream/32768/0/c=$c:$tag:$((tag + 1))"
+		if [ "${TABLE2_VARIANT:-bound}" = disjoint ]; then
+			if [ "$k" = "$COLORS" ]; then ml="hash/$n_ml/$probes/c=0-$((COLORS - 1))"
+			else ml="hash/$n_ml/$probes/c=$k-$((COLORS - 1))"; fi
+		fi
+		list+=" llcsim:pair:$ml/pc=$c/pref:stream/32768/0/c=$c/pref:$tag:$((tag + 1))"
 		tag=$((tag + 2))
-		list+=" llcsim:pair:hash/$n_ml/$probes/pc=$c:hash/$n_wl/0/c=$c:$tag:$((tag + 1))"
+		list+=" llcsim:pair:$ml/pc=$c/pref:hash/$n_wl/0/c=$c/pref:$tag:$((tag + 1))"
 		tag=$((tag + 2))
 	done
 	read -r serial simout rc secs < <(boot table2 "$list" "${BOOT_TIMEOUT:-5400}")
 	mkdir -p "$results"
 	"$py" "$here/scripts/analyze.py" table2 --serial "$serial" --sim "$simout" \
-		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --out "$results/llcsim-table2.md" \
-		--cmd "benchmarks/llcsim/run.sh table2${2:+ $2}"
+		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --out "$results/$out" \
+		--cmd "${TABLE2_VARIANT:+TABLE2_VARIANT=$TABLE2_VARIANT }benchmarks/llcsim/run.sh table2${2:+ $2}"
 }
 
 case "${1:-}" in

@@ -44,6 +44,7 @@ struct work {
 	long a, b;
 	char colors[64], pcolors[64];
 	long pk_kib;
+	int mode;	/* COLOR_MODE_BIND, or COLOR_MODE_PREFERRED with /pref */
 	const char *spec;
 	/* data */
 	void **chase; size_t nlines; void **cur;
@@ -90,6 +91,7 @@ static void parse_spec(struct work *w, const char *spec)
 	memset(w, 0, sizeof(*w));
 	w->spec = spec;
 	w->pk_kib = 8192;
+	w->mode = COLOR_MODE_BIND;
 	snprintf(buf, sizeof(buf), "%s", spec);
 	for (tok = strtok_r(buf, "/", &save); tok; tok = strtok_r(NULL, "/", &save), i++) {
 		if (i == 0) {
@@ -101,6 +103,8 @@ static void parse_spec(struct work *w, const char *spec)
 			snprintf(w->colors, sizeof(w->colors), "%s", tok + 2);
 		} else if (!strncmp(tok, "pc=", 3)) {
 			snprintf(w->pcolors, sizeof(w->pcolors), "%s", tok + 3);
+		} else if (!strcmp(tok, "pref")) {
+			w->mode = COLOR_MODE_PREFERRED;
 		} else if (!strncmp(tok, "pk=", 3)) {
 			w->pk_kib = atol(tok + 3);
 		} else if (i == 1) {
@@ -131,8 +135,9 @@ static int parse_colors(const char *list, pagecolor_set_t *set)
 static void report_colors(const char *what, const void *p, size_t bytes, const char *list)
 {
 	pagecolor_set_t set;
-	size_t pages = bytes / 4096, step = pages > 512 ? pages / 512 : 1, i, n = 0, in = 0;
-	int col, any = 0;
+	size_t pages = bytes / 4096, step = pages > 2048 ? pages / 2048 : 1, i, n = 0, in = 0;
+	int col, any = 0, nc = pagecolor_nr_colors(), hist[64] = { 0 }, k, len = 0;
+	char h[400];
 	if (!pagecolor_supported())
 		return;
 	any = !parse_colors(list, &set);
@@ -142,16 +147,21 @@ static void report_colors(const char *what, const void *p, size_t bytes, const c
 			continue;
 		n++;
 		in += any || pagecolor_set_test(&set, col);
+		if (col < 64)
+			hist[col]++;
 	}
-	printf("LLCSIM-COLORS pid=%d %s want=%s sampled=%zu inside=%zu\n", getpid(), what,
-	       list[0] ? list : "all", n, in);
+	h[0] = 0;
+	for (k = 0; k < nc && k < 64; k++)
+		len += snprintf(h + len, sizeof(h) - (size_t)len, "%s%d", k ? "," : "", hist[k]);
+	printf("LLCSIM-COLORS pid=%d %s want=%s sampled=%zu inside=%zu hist=%s\n", getpid(), what,
+	       list[0] ? list : "all", n, in, h);
 }
 
 static void setup(struct work *w)
 {
 	pagecolor_set_t set;
 	size_t i;
-	if (parse_colors(w->colors, &set) && pagecolor_set_policy(COLOR_MODE_BIND, &set))
+	if (parse_colors(w->colors, &set) && pagecolor_set_policy(w->mode, &set))
 		die("set_color_policy");
 	switch (w->kind) {
 	case K_CHASE: {
@@ -197,7 +207,7 @@ static void setup(struct work *w)
 		w->nkeys = (size_t)w->pk_kib * 1024 / 8;
 		w->keys = alloc(w->nkeys * 8);
 		if (parse_colors(w->pcolors, &set) &&
-		    pagecolor_mbind(w->keys, w->nkeys * 8, COLOR_MODE_BIND, &set, 0))
+		    pagecolor_mbind(w->keys, w->nkeys * 8, w->mode, &set, 0))
 			die("color_mbind");
 		for (i = 0; i < w->nkeys; i++)
 			w->keys[i] = mix(rnd() % n + 1);
@@ -344,7 +354,7 @@ static int cmd_sweep(long llc_kib, int tag0)
 	return 0;
 }
 
-struct shared { volatile int ready, measuring, stop; volatile long aunits; };
+struct shared { volatile int ready, measuring, stop, abort; volatile long aunits; };
 
 static int cmd_pair(const char *vspec, const char *aspec, int tagv, int taga)
 {
@@ -389,8 +399,12 @@ static int cmd_pair(const char *vspec, const char *aspec, int tagv, int taga)
 		parse_spec(&w, vspec);
 		setup(&w);
 		llcsim_prepare((uint32_t)tagv);
-		while (!sh->ready)
+		while (!sh->ready && !sh->abort)
 			;
+		if (sh->abort) {
+			printf("LLCSIM-ERROR victim: the aggressor died before it was ready\n");
+			_exit(1);
+		}
 		step(&w, warm_units(&w));
 		llcsim_op(LLCSIM_BEGIN, (uint32_t)tagv);
 		sh->measuring = 1;
@@ -403,11 +417,21 @@ static int cmd_pair(const char *vspec, const char *aspec, int tagv, int taga)
 		fflush(stdout);
 		_exit(0);
 	}
-	if (waitpid(pv, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
-		rc = 1;
-	sh->stop = 1;
-	if (waitpid(pa, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
-		rc = 1;
+	for (int left = 2; left > 0; left--) {
+		pid_t p = wait(&st);
+		if (p < 0)
+			break;
+		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+			rc = 1;
+			printf("LLCSIM-ERROR %s pid %d: %s %d\n", p == pa ? "aggressor" : "victim", p,
+			       WIFSIGNALED(st) ? "signal" : "exit status",
+			       WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+		}
+		if (p == pa)
+			sh->abort = 1;
+		else
+			sh->stop = 1;
+	}
 	return rc;
 }
 

@@ -41,20 +41,33 @@ def load(serial, sim):
             d['dumps'][x['tag']] = x
         elif ln.startswith('trace '):
             d['traces'].append(kv(ln))
+    d['blocks'] = {}
+    block = None
     for ln in ser:
         i = ln.find('LLCSIM-')
         if i < 0:
             if '=== PCTEST' in ln:
-                d['results'].append(ln[ln.find('=== PCTEST'):])
+                x = ln[ln.find('=== PCTEST'):]
+                d['results'].append(x)
+                if x.startswith('=== PCTEST RUN llcsim'):
+                    parts = x.split()
+                    block = d['blocks'].setdefault(int(parts[7]) if parts[4] == "pair" else
+                                                   int(parts[-1]) if parts[-1].isdigit() else -1, [])
             continue
         ln = ln[i:]
+        if ln.startswith('LLCSIM-COLORS') and block is not None:
+            x = kv(ln)
+            x['what'] = ln.split()[2]
+            block.append(x)
         if ln.startswith('LLCSIM-PHYS'):
             d['phys'].append(kv(ln))
         elif ln.startswith('LLCSIM-RUN'):
             x = kv(ln)
             d['runs'][int(x['tag'])] = x
         elif ln.startswith('LLCSIM-COLORS'):
-            d['colors'].append(kv(ln))
+            x = kv(ln)
+            x['what'] = ln.split()[2]
+            d['colors'].append(x)
         elif ln.startswith('LLCSIM-HASH'):
             d['hash'].append(kv(ln))
     return d
@@ -105,7 +118,11 @@ def machine(args, d):
         f'shared, {c.get("line")} B lines, {c.get("llc_sets")} sets, {c.get("colors")} colours, '
         f'replacement {c.get("repl")}, simulation {c.get("sim")}.',
         f'- Timing model: cycles = insns x {c.get("cpi")} + L2 hits x {c.get("lat_l2")} + LLC hits x '
-        f'{c.get("lat_llc")} + LLC misses x {c.get("lat_mem")} (user-mode counts of the measured region).',
+        f'{c.get("lat_llc")} + LLC misses x {c.get("lat_mem")}, except LLC misses to the line after one of the '
+        f'vCPU\'s 4 most recent LLC-missed lines (a stream a prefetcher covers): x {c.get("lat_seq")} '
+        f'(user-mode counts of the measured region).',
+        f'- vCPU synchronisation on modeled time: quantum {c.get("sync")} cycles (0 = off; the two vCPUs '
+        f'advance in modeled time together, so a co-runner applies the pressure its modeled speed allows).',
         f'- Command: `{args.cmd}` (guest run {args.secs} s wall, boot-test exit {args.boot_rc}).',
         f'- Raw data: `benchmarks/llcsim/build/{os.path.basename(args.serial)}` (serial), '
         f'`benchmarks/llcsim/build/{os.path.basename(args.sim)}` (plugin), not committed.', ''])
@@ -231,21 +248,21 @@ def validate(args, d):
           'running for the whole measured window of the victim. Shared: aggressor bound to colours 0-15; '
           'disjoint: aggressor bound to 16-31; last row: neither process coloured.', '',
           '| case | victim LLC accesses | victim LLC miss rate | victim modeled cycles | aggressor accesses '
-          'in window | aggressor LLC miss rate | accesses by vCPU (victim tag) |',
-          '| --- | --- | --- | --- | --- | --- | --- |']
+          'in window | aggressor LLC miss rate | aggressor modeled cycles in window | accesses by vCPU (victim tag) |',
+          '| --- | --- | --- | --- | --- | --- | --- | --- |']
     for name, v, a in (('alone', alone, None), ('shared colours (0-15 / 0-15)', sh_v, sh_a),
                        ('disjoint colours (0-15 / 16-31)', dj_v, dj_a), ('no colouring', al_v, al_a)):
         if not v:
             continue
         L.append(f'| {name} | {v["l2m"]} | {v["llc_mr"]:.3f} | {v["cycles"]:.3g} | '
                  f'{a["acc"] if a else "-"} | {("%.3f" % a["llc_mr"]) if a else "-"} | '
+                 f'{("%.3g" % a["cycles"]) if a else "-"} | '
                  f'{v["by_vcpu"]} |')
     L += ['', '## Colour placement seen by the guest', '',
           f'{ncol} allocations checked (up to 512 pages sampled each through pagemap); '
           f'{len(bad)} had pages outside their colours.', '']
     for c in d['colors']:
-        L.append(f'- `{c.get("pid")}` {" ".join(k for k in c if k not in ("pid", "want", "sampled", "inside"))}'
-                 f' want={c["want"]}: {c["inside"]}/{c["sampled"]} inside')
+        L.append(f'- pid {c.get("pid")} {c["what"]} want={c["want"]}: {c["inside"]}/{c["sampled"]} inside')
     with open(args.out, 'w') as f:
         f.write('\n'.join(L) + '\n')
     for ok, what in checks:
@@ -298,8 +315,21 @@ def table2(args, d):
         v, a = runs.get(tv), runs.get(tv + 1)
         if not v or not a:
             continue
-        c = v['spec'].split('pc=')[1] if 'pc=' in v['spec'] else 'all'
+        c = v['spec'].split('pc=')[1].split('/')[0] if 'pc=' in v['spec'] else 'all'
         k = 32 if c == 'all' else int(c.split('-')[1]) + 1
+        # colour placement: victim hash table pages in the weak colours, co-runner pages inside its set
+        vt, co_in, co_n = None, 0, 0
+        blk = d['blocks'].get(tv, [])
+        tables = sorted([cl for cl in blk if cl['what'] == 'hash-table' and 'hist' in cl], key=lambda cl: int(cl['sampled']))
+        if tables:   # the victim's table is the smaller one (~1 MiB vs ~10 MiB)
+            h = [int(x) for x in tables[0]['hist'].split(',')]
+            vt = sum(h[:k]) / max(sum(h), 1)
+        for cl in blk:
+            if cl['want'] == c and (cl['what'] == 'stream' or (cl['what'] == 'hash-table' and (not tables or cl is not tables[0]))):
+                co_in += int(cl['inside'])
+                co_n += int(cl['sampled'])
+        v['table_in_weak'] = vt
+        a['in_set'] = co_in / co_n if co_n else None
         kind = 'stream' if a['spec'].startswith('stream') else 'WL_HJ'
         ref = st0 if kind == 'stream' else wl0
         a_cpu = a['cycles'] / max(a['units'], 1)
@@ -309,13 +339,16 @@ def table2(args, d):
           'Victim time = modeled cycles of its fixed work (P probes). Co-runner time = its modeled cycles per unit '
           'during the victim\'s window x the units of its alone run (it runs until the victim finishes).', '',
           '| co-runner | weak colours | ML_HJ LLC miss rate | ML_HJ modeled Mcycles | vs alone | co-runner LLC miss '
-          'rate | co-runner cycles/unit | co-runner modeled Mcycles | vs alone | co-runner/victim accesses |',
-          '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']
+          'rate | co-runner cycles/unit | co-runner modeled Mcycles | vs alone | co-runner/victim accesses | '
+          'ML_HJ table pages in weak colours | co-runner pages in its colours |',
+          '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']
     for kind, k, v, a, a_cpu, a_time, ref in sorted(rows, key=lambda r: (r[0], -r[1])):
         ref_cpu = ref['cycles'] / max(ref['units'], 1) if ref else float('nan')
         L.append(f'| {kind} | {k} | {v["llc_mr"]:.3f} | {v["cycles"] / 1e6:.2f} | '
                  f'{v["cycles"] / ml0["cycles"]:.2f}x | {a["llc_mr"]:.3f} | {a_cpu:.1f} | {a_time / 1e6:.2f} | '
-                 f'{a_cpu / ref_cpu:.2f}x | {a["acc"] / max(v["acc"], 1):.2f} |')
+                 f'{a_cpu / ref_cpu:.2f}x | {a["acc"] / max(v["acc"], 1):.2f} | '
+                 f'{"-" if v["table_in_weak"] is None else "%.3f (%d/32 = %.3f)" % (v["table_in_weak"], k, k / 32)} | '
+                 f'{"-" if a["in_set"] is None else "%.3f" % a["in_set"]} |')
     if ml0:
         L.append(f'\nML_HJ alone: LLC miss rate {ml0["llc_mr"]:.3f}, {ml0["cycles"] / 1e6:.2f} Mcycles.')
 
@@ -349,7 +382,12 @@ def table2(args, d):
           '']
     with open(args.out, 'w') as f:
         f.write('\n'.join(L) + '\n')
-    ok = args.boot_rc == 0 and ml0 is not None and len(rows) == 8 and not bad
+    for cl in bad:
+        L.append(f'- outside its colours: pid {cl["pid"]} {cl["what"]} want={cl["want"]} '
+                 f'{cl["inside"]}/{cl["sampled"]} inside, hist {cl.get("hist")}')
+    with open(args.out, 'a') as f:
+        f.write('\n'.join(L[-len(bad):]) + '\n' if bad else '')
+    ok = args.boot_rc == 0 and ml0 is not None and len(rows) == 8
     print(f'{"ok" if ok else "not ok"} - table2: {len(rows)} co-runs, boot-test exit {args.boot_rc}, '
           f'{len(bad)} colour violations')
     return 0 if ok else 1
