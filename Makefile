@@ -2,10 +2,11 @@
 #   make demo   start a local server with mccdb, load a small SSB database,
 #               show the locality class of the SSB and PLQ queries
 #   make test   every test: extension (pg_regress + pgTAP), data generator,
-#               kernel patch (booted under QEMU)
+#               benchmark harness, kernel patch (booted under QEMU)
+#   make bench  the full benchmark set (long), results in docs/results/
 # Both install what they need themselves and are idempotent.
 
-.PHONY: all deps extension demo test test-extension test-kernel clean
+.PHONY: all deps extension demo bench test test-extension test-kernel clean
 
 all: extension
 
@@ -20,6 +21,11 @@ demo: deps
 
 test: deps
 	scripts/run-tests.sh
+
+# The full set of experiments (long): docs/results/.
+bench: deps
+	scripts/pg-cluster.sh install
+	benchmarks/run_all.sh
 
 # One part only.
 test-extension: deps
