@@ -286,7 +286,18 @@ def table2(args, d):
          'read sequentially from an 8 MiB array of random existing keys (one match per probe).',
          '- WL stream: sequential read of one 8-byte word per 64 B line over 32 MiB (a scan; the most '
          'aggressive weak co-runner).',
-         '- WL_HJ: the same probe loop with a table of ~5x the LLC (paper: 18.6 MiB / 4 MiB = 4.65x).', '']
+         '- WL_HJ: the same probe loop with a table of ~5x the LLC (paper: 18.6 MiB / 4 MiB = 4.65x).',
+         '- Colour policies: PREFERRED mode (strict BIND can hit the kernel\'s premature SIGBUS, '
+         'kernel-patch/TESTING.md finding 2); the last table columns show where pages actually went.', '',
+         '## Model assumptions', '',
+         '- Data accesses only (no instruction fetches), physically indexed LRU caches, write-allocate, no '
+         'write-backs, no coherence traffic, no hardware prefetching into the caches (a prefetched stream is '
+         'only charged less time: lat_seq), no TLB or page-walk cost, no memory bandwidth contention.',
+         '- Timing is additive (no overlap of misses except the lat_seq discount for streams); only ratios '
+         'between runs of the same code are meaningful, not absolute times.',
+         '- The two vCPUs advance together in modeled time (sync quantum), so the co-runner\'s pressure follows '
+         'its modeled speed, not the host\'s scheduling.',
+         '- Interpretation and findings: docs/results/llcsim-findings.md.', '']
     for h in d['hash']:
         L.append(f'- hash table built: {h["entries"]} entries, {h["buckets"]} buckets, {h["table_kib"]} KiB '
                  f'({int(h["table_kib"]) / args.llc_kib:.2f}x LLC)')
