@@ -6,7 +6,7 @@
 #   make bench  the full benchmark set (long), results in docs/results/
 # Both install what they need themselves and are idempotent.
 
-.PHONY: all deps extension demo bench test test-extension test-kernel clean
+.PHONY: all deps extension demo bench test test-extension test-kernel test-llcsim clean
 
 all: extension
 
@@ -33,6 +33,10 @@ test-extension: deps
 
 test-kernel:
 	$(MAKE) -C kernel-patch test
+
+# The cache simulator against known answers, in a booted guest (about a minute).
+test-llcsim:
+	benchmarks/llcsim/run.sh validate
 
 clean:
 	-scripts/pg-cluster.sh stop test

@@ -9,10 +9,10 @@
  * Colours (as the paper does): at start-up the postmaster binds the shared
  * buffer pool, before any backend touches it, to mccdb.buffer_pool_colors
  * and makes those colours its task default, which every backend inherits.
- * A strong or moderate plan may use all colours for its private memory
- * while it runs: its backend's default becomes all colours at ExecutorStart
- * and the buffer pool's again at ExecutorEnd (or at the next query's start
- * after an error).  New pages only take the colours in force when they are
+ * A strong or moderate plan's private memory (its hash tables) takes the
+ * other colours while it runs (the paper: all colours; see start_colors()):
+ * its backend's default changes at ExecutorStart and back to the buffer
+ * pool's at ExecutorEnd (or at the next query's start after an error).  New pages only take the colours in force when they are
  * first touched, so the hash table must be built in fresh pages: memory
  * that glibc malloc or an AllocSet keeps for reuse keeps its old colours.
  * Hence, while colouring is active, large allocations are served by mmap
@@ -61,7 +61,7 @@ typedef enum PartitionBackend
 static PartitionBackend backend = PARTITION_NONE;
 static char status[512] = "not started";
 static pagecolor_set_t pool_colors;
-static pagecolor_set_t all_colors;
+static pagecolor_set_t hash_colors;	/* for strong and moderate plans */
 static int	nr_colors = 0;
 
 /* Per backend: what the running query changed. */
@@ -89,8 +89,9 @@ start_colors(void)
 {
 	char		list[256];
 
+	int			i;
+
 	nr_colors = pagecolor_nr_colors();
-	pagecolor_set_fill(&all_colors, nr_colors);
 	if (mccdb_buffer_pool_colors[0] != '\0')
 	{
 		if (pagecolor_set_parse(&pool_colors, mccdb_buffer_pool_colors, nr_colors) != 0)
@@ -105,6 +106,20 @@ start_colors(void)
 		auto_pool_colors(&pool_colors);
 	pagecolor_set_format(&pool_colors, list, sizeof(list));
 
+	/*
+	 * Strong and moderate plans get the colours the buffer pool and weak
+	 * plans do not use (all of them if the pool has every colour).  The
+	 * paper gave them all colours; the simulator (docs/results/
+	 * llcsim-table2.md) shows a table that shares the weak colours is not
+	 * protected, since recently freed pages of those colours are reused.
+	 */
+	pagecolor_set_fill(&hash_colors, nr_colors);
+	for (i = 0; i < nr_colors; i++)
+		if (pagecolor_set_test(&pool_colors, i))
+			pagecolor_set_del(&hash_colors, i);
+	if (pagecolor_set_count(&hash_colors) == 0)
+		pagecolor_set_fill(&hash_colors, nr_colors);
+
 	if (pagecolor_mbind(BufferBlocks, (size_t) NBuffers * BLCKSZ,
 						COLOR_MODE_PREFERRED, &pool_colors, 0) != 0 ||
 		pagecolor_set_policy(COLOR_MODE_PREFERRED, &pool_colors) != 0)
@@ -114,7 +129,7 @@ start_colors(void)
 		return false;
 	}
 	snprintf(status, sizeof(status),
-			 "page colours: buffer pool and weak plans on colours %s of %d, strong and moderate hash tables on all",
+			 "page colours: buffer pool and weak plans on colours %s of %d, strong and moderate plans on the others",
 			 list, nr_colors);
 	return true;
 }
@@ -198,8 +213,8 @@ mccdb_partition_query_start(PlannedStmt *stmt)
 	if (backend == PARTITION_COLORS && loc.cls != MCCDB_WEAK)
 	{
 		malloc_trim(0);
-		if (pagecolor_set_policy(COLOR_MODE_PREFERRED, &all_colors) != 0)
-			warn_once("widening to all colours");
+		if (pagecolor_set_policy(COLOR_MODE_PREFERRED, &hash_colors) != 0)
+			warn_once("moving to the hash table colours");
 		else
 			colors_widened = true;
 	}

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Run mccdb's tests against real servers and a really booted kernel.
-#   run-tests.sh [part ...]     parts: extension ssb kernel (default: all)
+#   run-tests.sh [part ...]     parts: extension ssb llcsim kernel (default: all)
 # Prints one line per suite and a closing "tests: N passed, N failed" line;
 # exits non-zero when anything failed.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(extension ssb kernel)
+[ ${#parts[@]} -gt 0 ] || parts=(extension ssb llcsim kernel)
 
 TEST_PORT=${MCCDB_TEST_PORT:-54321}
 NOPRELOAD_PORT=${MCCDB_NOPRELOAD_PORT:-54322}
@@ -136,6 +136,13 @@ test_ssb() {
 	[ -d "$MCCDB_ROOT/benchmarks/ssb/test" ] && run_pgtap_dir "$MCCDB_ROOT/benchmarks/ssb/test" ssb
 }
 
+test_llcsim() {
+	make -s -C "$MCCDB_ROOT/benchmarks/llcsim/test" check >"$LOGDIR/llcsim-unit.log" 2>&1
+	local rc=$?
+	[ $rc -eq 0 ] || cat "$LOGDIR/llcsim-unit.log"
+	record "llcsim cache model unit test (TAP)" $rc
+}
+
 test_kernel() {
 	make -C "$MCCDB_ROOT/kernel-patch" test >"$LOGDIR/kernel.log" 2>&1
 	local rc=$?
@@ -147,7 +154,7 @@ mkdir -p "$LOGDIR"
 "$MCCDB_ROOT/scripts/install-deps.sh" || exit 1
 need_pg=0
 for p in "${parts[@]}"; do
-	case $p in extension | ssb) need_pg=1 ;; kernel) ;; *) die "unknown part: $p" ;; esac
+	case $p in extension | ssb) need_pg=1 ;; kernel | llcsim) ;; *) die "unknown part: $p" ;; esac
 done
 if [ $need_pg = 1 ]; then
 	start_test_cluster
