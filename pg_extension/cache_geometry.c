@@ -5,7 +5,8 @@
  *		against: the highest cache level of cpu0 that holds data, as Linux
  *		describes it in /sys/devices/system/cpu/cpu0/cache/index*.
  *
- * The paper's C.  Read once in the postmaster, inherited by the backends.
+ * The paper's C.  Read once in the postmaster (through libpagecolor, which
+ * the pagecolor command shares), inherited by the backends.
  * mccdb.llc_size overrides the size, e.g. with the effective capacity a
  * single query sees on a shared machine (which can be far below sysfs).
  *
@@ -17,6 +18,7 @@
 
 #include "cache_geometry.h"
 #include "mccdb.h"
+#include "pagecolor.h"
 
 #define SYSFS_CACHE_DIR "/sys/devices/system/cpu/cpu0/cache"
 
@@ -24,41 +26,6 @@
 #define FALLBACK_LLC_BYTES (8 * 1024 * 1024)
 
 static MccdbCacheGeometry geometry;
-
-/* Read the first line of a sysfs file; false if it does not exist. */
-static bool
-read_sysfs_line(const char *dir, const char *name, char *buf, size_t len)
-{
-	char		path[MAXPGPATH];
-	FILE	   *f;
-	bool		ok;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "r");
-	if (f == NULL)
-		return false;
-	ok = fgets(buf, len, f) != NULL;
-	fclose(f);
-	if (ok)
-		buf[strcspn(buf, "\n")] = '\0';
-	return ok;
-}
-
-/* "32768K", "1M" or plain bytes, as sysfs writes cache sizes. */
-static Size
-parse_cache_size(const char *s)
-{
-	char	   *end;
-	unsigned long long v = strtoull(s, &end, 10);
-
-	if (end == s)
-		return 0;
-	if (*end == 'K')
-		v *= 1024;
-	else if (*end == 'M')
-		v *= 1024 * 1024;
-	return (Size) v;
-}
 
 /* Number of CPUs in a list like "0-1,4,6-7". */
 static int
@@ -90,63 +57,39 @@ count_cpu_list(const char *s)
 void
 mccdb_cache_geometry_load(void)
 {
-	int			i;
+	struct pagecolor_geometry g;
+	long		v = -1;
 
 	memset(&geometry, 0, sizeof(geometry));
-	for (i = 0; i < 16; i++)
+	/* libpagecolor reads the highest data cache level of cpu0 from sysfs */
+	if (pagecolor_geometry(&g) == 0 && g.size > 0)
 	{
-		char		dir[MAXPGPATH];
-		char		buf[256];
-		int			level;
-		Size		size;
-
-		snprintf(dir, sizeof(dir), "%s/index%d", SYSFS_CACHE_DIR, i);
-		if (!read_sysfs_line(dir, "level", buf, sizeof(buf)))
-			continue;
-		level = atoi(buf);
-		if (read_sysfs_line(dir, "type", buf, sizeof(buf)) &&
-			strcmp(buf, "Instruction") == 0)
-			continue;
-		if (!read_sysfs_line(dir, "size", buf, sizeof(buf)))
-			continue;
-		size = parse_cache_size(buf);
-		if (size == 0 || level < geometry.level)
-			continue;
-		geometry.level = level;
-		geometry.size = size;
-		geometry.ways = read_sysfs_line(dir, "ways_of_associativity", buf, sizeof(buf)) ? atoi(buf) : 0;
-		geometry.line_size = read_sysfs_line(dir, "coherency_line_size", buf, sizeof(buf)) ? atoi(buf) : 0;
-		if (read_sysfs_line(dir, "shared_cpu_list", buf, sizeof(buf)))
-		{
-			strlcpy(geometry.shared_cpu_list, buf, sizeof(geometry.shared_cpu_list));
-			geometry.shared_cpus = count_cpu_list(buf);
-		}
+		geometry.level = g.level;
+		geometry.size = (Size) g.size;
+		geometry.ways = g.ways;
+		geometry.line_size = g.line_size;
+		strlcpy(geometry.shared_cpu_list, g.shared_cpus, sizeof(geometry.shared_cpu_list));
+		geometry.shared_cpus = count_cpu_list(g.shared_cpus);
 		geometry.source = "sysfs";
+		return;
 	}
-
-	if (geometry.size == 0)
-	{
-		long		v = -1;
 
 #ifdef _SC_LEVEL3_CACHE_SIZE
-		v = sysconf(_SC_LEVEL3_CACHE_SIZE);
-		if (v > 0)
-		{
-			geometry.level = 3;
-			geometry.size = (Size) v;
-			geometry.source = "sysconf";
-		}
-#endif
-		if (v <= 0)
-		{
-			geometry.size = FALLBACK_LLC_BYTES;
-			geometry.source = "fallback";
-			ereport(LOG,
-					(errmsg("mccdb: could not read the last-level cache size from %s; assuming %d MB",
-							SYSFS_CACHE_DIR, FALLBACK_LLC_BYTES / (1024 * 1024)),
-					 errhint("Set mccdb.llc_size to the size of the last-level cache.")));
-		}
+	v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+	if (v > 0)
+	{
+		geometry.level = 3;
+		geometry.size = (Size) v;
+		geometry.source = "sysconf";
+		return;
 	}
+#endif
+	geometry.size = FALLBACK_LLC_BYTES;
+	geometry.source = "fallback";
+	ereport(LOG,
+			(errmsg("mccdb: could not read the last-level cache size from %s; assuming %d MB",
+					SYSFS_CACHE_DIR, FALLBACK_LLC_BYTES / (1024 * 1024)),
+			 errhint("Set mccdb.llc_size to the size of the last-level cache.")));
 }
 
 const MccdbCacheGeometry *
