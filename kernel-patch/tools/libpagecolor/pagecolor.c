@@ -445,12 +445,22 @@ int pagecolor_get_policy(int *mode, pagecolor_set_t *set, void *addr,
 
 int pagecolor_pfns(const void *addr, size_t npages, uint64_t *pfns)
 {
+	return pagecolor_pid_pfns(0, (uintptr_t)addr, npages, pfns);
+}
+
+int pagecolor_pid_pfns(pid_t pid, uintptr_t addr, size_t npages, uint64_t *pfns)
+{
 	long psz = sysconf(_SC_PAGESIZE);
-	uintptr_t start = (uintptr_t)addr & ~((uintptr_t)psz - 1);
+	uintptr_t start = addr & ~((uintptr_t)psz - 1);
 	size_t i, done = 0;
 	int fd, saved, any_present = 0, any_pfn = 0;
+	char path[64];
 
-	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (pid > 0)
+		snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/pagemap");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	while (done < npages) {

@@ -136,6 +136,8 @@ long pagecolor_sys_get_color_policy(int *mode, unsigned long *mask,
 int pagecolor_pfn(const void *addr, uint64_t *pfn);
 /* Same for a whole range, one open; pfns[i] = 0 for absent pages. */
 int pagecolor_pfns(const void *addr, size_t npages, uint64_t *pfns);
+/* Same for another process (pid 0: this one); needs ptrace access to it. */
+int pagecolor_pid_pfns(pid_t pid, uintptr_t addr, size_t npages, uint64_t *pfns);
 /* Colour of a PFN given nr_colors (power of two or not: pfn % nr_colors). */
 int pagecolor_pfn_color(uint64_t pfn, int nr_colors);
 /*

@@ -7,6 +7,7 @@
  *   pagecolor --show [PID]
  *   pagecolor --hardware
  *   pagecolor --stats
+ *   pagecolor --pages PID
  *
  * Exit status: 0 ok, 1 usage / other error, 2 page colouring not supported
  * by the running kernel, 3 the system call failed, 127 exec failed.
@@ -34,6 +35,7 @@ static void usage(FILE *f)
 "       %s --show [PID]\n"
 "       %s --hardware\n"
 "       %s --stats\n"
+"       %s --pages PID\n"
 "\n"
 "  -c, --colors=LIST   run COMMAND with the task default colour set LIST\n"
 "                      (e.g. 0-3,8,10-11 or all); strict (bind) mode\n"
@@ -42,11 +44,14 @@ static void usage(FILE *f)
 "  -s, --show [PID]    print /proc/PID/color_maps (default: this process)\n"
 "  -H, --hardware      show the LLC geometry and kernel support\n"
 "  -S, --stats         show /sys/kernel/mm/page_coloring counters\n"
+"  -P, --pages PID     the colour of every resident page of PID's anonymous\n"
+"                      and shared memory, from /proc/PID/pagemap (root), and\n"
+"                      a colour histogram per file mapping\n"
 "  -h, --help          this text\n"
 "\n"
 "Exit status: 0 ok, 1 usage error, 2 page colouring not supported by the\n"
 "running kernel, 3 system call failed, 127 COMMAND could not be run.\n",
-		prog, prog, prog, prog);
+		prog, prog, prog, prog, prog);
 }
 
 static int unsupported(void)
@@ -133,6 +138,23 @@ static int do_stats(void)
 	return 0;
 }
 
+/* Open /proc/PID/NAME (PID digits or "self"); says why on failure. */
+static FILE *open_proc(const char *pid, const char *name, char *path, size_t len)
+{
+	FILE *f;
+
+	if (!*pid || (strspn(pid, "0123456789") != strlen(pid) &&
+		      strcmp(pid, "self") != 0)) {
+		fprintf(stderr, "%s: bad PID '%s'\n", prog, pid);
+		return NULL;
+	}
+	snprintf(path, len, "/proc/%s/%s", pid, name);
+	f = fopen(path, "r");
+	if (!f)
+		fprintf(stderr, "%s: cannot open %s: %s\n", prog, path, strerror(errno));
+	return f;
+}
+
 static int do_show(const char *pid)
 {
 	char path[64], line[4096];
@@ -142,16 +164,9 @@ static int do_show(const char *pid)
 		return unsupported();
 	if (!pid)
 		pid = "self";
-	if (strspn(pid, "0123456789") != strlen(pid) && strcmp(pid, "self") != 0) {
-		fprintf(stderr, "%s: bad PID '%s'\n", prog, pid);
+	f = open_proc(pid, "color_maps", path, sizeof(path));
+	if (!f)
 		return EXIT_USAGE;
-	}
-	snprintf(path, sizeof(path), "/proc/%s/color_maps", pid);
-	f = fopen(path, "r");
-	if (!f) {
-		fprintf(stderr, "%s: cannot open %s: %s\n", prog, path, strerror(errno));
-		return EXIT_USAGE;
-	}
 	if (strcmp(pid, "self") == 0) {
 		int mode;
 		pagecolor_set_t s;
@@ -168,6 +183,95 @@ static int do_show(const char *pid)
 	printf("# %s\n", path);
 	while (fgets(line, sizeof(line), f))
 		fputs(line, stdout);
+	fclose(f);
+	return 0;
+}
+
+/*
+ * Anonymous and shared memory (tmpfs, SysV, memfd, shared anonymous) gets a
+ * line per page; file mappings only a histogram, their pages are page cache.
+ */
+static int per_page_vma(const char *path)
+{
+	static const char *const shm[] = { "/dev/zero", "/SYSV", "/memfd:",
+					   "/dev/shm/", "[heap]", "[stack]" };
+	size_t i;
+
+	if (!*path)
+		return 1;
+	for (i = 0; i < sizeof(shm) / sizeof(shm[0]); i++)
+		if (strncmp(path, shm[i], strlen(shm[i])) == 0)
+			return 1;
+	return 0;
+}
+
+static int do_pages(const char *pid)
+{
+	static unsigned long hist[PAGE_COLOR_MAX_COLORS];
+	char path[64], line[4096];
+	long psz = sysconf(_SC_PAGESIZE);
+	int nr;
+	FILE *f;
+
+	if (!pagecolor_supported())
+		return unsupported();
+	nr = pagecolor_nr_colors();
+	if (strcmp(pid, "self") == 0) {
+		fprintf(stderr, "%s: --pages needs a PID\n", prog);
+		return EXIT_USAGE;
+	}
+	f = open_proc(pid, "maps", path, sizeof(path));
+	if (!f)
+		return EXIT_USAGE;
+	printf("# pages of pid %s, %d colours\n", pid, nr);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long start, end;
+		int name = 0, per_page, c;
+		size_t i, n;
+		uint64_t *pfns;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &start, &end, &name) < 2)
+			continue;
+		if (strcmp(line + name, "[vsyscall]") == 0 ||
+		    strcmp(line + name, "[vvar]") == 0)
+			continue;
+		n = (end - start) / psz;
+		pfns = calloc(n, sizeof(*pfns));
+		if (!pfns) {
+			fclose(f);
+			fprintf(stderr, "%s: out of memory\n", prog);
+			return EXIT_USAGE;
+		}
+		if (pagecolor_pid_pfns(atoi(pid), start, n, pfns) != 0) {
+			fprintf(stderr, "%s: %s/pagemap at %lx: %s\n", prog, pid, start,
+				strerror(errno));
+			free(pfns);
+			fclose(f);
+			return EXIT_USAGE;
+		}
+		printf("vma %s\n", line);
+		per_page = per_page_vma(line + name);
+		memset(hist, 0, sizeof(hist));
+		for (i = 0; i < n; i++) {
+			if (!pfns[i])
+				continue;
+			c = pagecolor_pfn_color(pfns[i], nr);
+			if (per_page)
+				printf("%lx %llx %d\n", start + i * psz,
+				       (unsigned long long)pfns[i], c);
+			else
+				hist[c]++;
+		}
+		if (!per_page) {
+			printf("hist");
+			for (c = 0; c < nr; c++)
+				if (hist[c])
+					printf(" N%d=%lu", c, hist[c]);
+			printf("\n");
+		}
+		free(pfns);
+	}
 	fclose(f);
 	return 0;
 }
@@ -212,10 +316,11 @@ int main(int argc, char **argv)
 		{ "show", no_argument, NULL, 's' },
 		{ "hardware", no_argument, NULL, 'H' },
 		{ "stats", no_argument, NULL, 'S' },
+		{ "pages", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *colors = NULL;
+	const char *colors = NULL, *pages = NULL;
 	int preferred = 0, show = 0, hw = 0, stats = 0, c;
 
 	if (argv[0]) {
@@ -224,18 +329,19 @@ int main(int argc, char **argv)
 		prog = slash ? slash + 1 : argv[0];
 	}
 	/* '+': stop at the first non-option (the command). */
-	while ((c = getopt_long(argc, argv, "+c:psHSh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+c:psHSP:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': colors = optarg; break;
 		case 'p': preferred = 1; break;
 		case 's': show = 1; break;
 		case 'H': hw = 1; break;
 		case 'S': stats = 1; break;
+		case 'P': pages = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return EXIT_USAGE;
 		}
 	}
-	if (show + hw + stats + (colors != NULL) != 1) {
+	if (show + hw + stats + (colors != NULL) + (pages != NULL) != 1) {
 		usage(stderr);
 		return EXIT_USAGE;
 	}
@@ -243,6 +349,8 @@ int main(int argc, char **argv)
 		return optind == argc ? do_hardware() : (usage(stderr), EXIT_USAGE);
 	if (stats)
 		return optind == argc ? do_stats() : (usage(stderr), EXIT_USAGE);
+	if (pages)
+		return optind == argc ? do_pages(pages) : (usage(stderr), EXIT_USAGE);
 	if (show) {
 		if (argc - optind > 1) {
 			usage(stderr);
