@@ -6,6 +6,8 @@
 # every selftest, prints a summary sentinel, checks dmesg and reboots.
 #
 # usage: mkinitramfs.sh -o OUT.cpio.gz -t TESTDIR [-p PAGECOLOR_BIN] [-l "test list"]
+#   -o OUT       output; gzip'd unless its name ends in .cpio (a big image
+#                boots faster uncompressed under TCG)
 #   -t TESTDIR   directory with the static test binaries (selftests/build)
 #   -l LIST      tests to run, in order, with optional arguments separated by
 #                ':' (e.g. "color_probe color_fuzz:100000"); default: all
@@ -13,11 +15,13 @@
 #   -p FILE      static pagecolor binary to include as /bin/pagecolor
 #   -b FILE      busybox (static) to use; default /bin/busybox
 #   -T SECONDS   per-test timeout inside the guest (default 300)
+#   -r DIR       a staged root tree copied into the image as well (e.g. a
+#                userland with PostgreSQL: scripts/testbox/testbox.sh)
 set -euo pipefail
 
-out= testdir= pagecolor= list= busybox=/bin/busybox per_test_timeout=300
-usage() { sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'; }
-while getopts "o:t:p:l:b:T:h" opt; do
+out= testdir= pagecolor= list= busybox=/bin/busybox per_test_timeout=300 extra_root=
+usage() { sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; }
+while getopts "o:t:p:l:b:T:r:h" opt; do
 	case $opt in
 	o) out=$OPTARG ;;
 	t) testdir=$OPTARG ;;
@@ -25,6 +29,7 @@ while getopts "o:t:p:l:b:T:h" opt; do
 	l) list=$OPTARG ;;
 	b) busybox=$OPTARG ;;
 	T) per_test_timeout=$OPTARG ;;
+	r) extra_root=$OPTARG ;;
 	h) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
 	esac
@@ -41,6 +46,10 @@ fi
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,tests,root}
+if [ -n "$extra_root" ]; then
+	[ -d "$extra_root" ] || { echo "mkinitramfs: $extra_root is not a directory" >&2; exit 1; }
+	cp -a "$extra_root/." "$root/"
+fi
 cp "$busybox" "$root/bin/busybox"
 [ -n "$pagecolor" ] && cp "$pagecolor" "$root/bin/pagecolor"
 
@@ -119,6 +128,8 @@ reboot -f
 EOF
 chmod 755 "$root/init"
 
-(cd "$root" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --quiet -R 0:0) | gzip -9 > "$out.tmp"
+compress="gzip -9"
+case $out in *.cpio) compress=cat ;; esac
+(cd "$root" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --quiet -R 0:0) | $compress > "$out.tmp"
 mv "$out.tmp" "$out"
 echo "mkinitramfs: wrote $out ($(du -h "$out" | cut -f1)); tests: $list"
