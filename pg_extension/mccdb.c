@@ -108,21 +108,26 @@ track_this_level(void)
 		(mccdb_track == MCCDB_TRACK_TOP && mccdb_exec_nested_level == 0);
 }
 
-/* Hardware counters start with the top-level query (counters.c). */
+/*
+ * The query's page colours are set before the executor starts, so that its
+ * executor state lands on them too, not only the hash tables built later
+ * (scripts/testbox checks every page the query faults in).  Hardware
+ * counters start with the top-level query (counters.c).
+ */
 static void
 mccdb_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
+	bool		top = mccdb_exec_nested_level == 0 &&
+		!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && !IsParallelWorker();
+
+	if (top)
+		mccdb_partition_query_start(queryDesc->plannedstmt);
 	if (prev_ExecutorStart)
 		prev_ExecutorStart(queryDesc, eflags);
 	else
 		standard_ExecutorStart(queryDesc, eflags);
-	if (mccdb_exec_nested_level == 0 && !(eflags & EXEC_FLAG_EXPLAIN_ONLY) &&
-		!IsParallelWorker())
-	{
-		mccdb_partition_query_start(queryDesc->plannedstmt);
-		if (mccdb_counters)
-			mccdb_counters_start();
-	}
+	if (top && mccdb_counters)
+		mccdb_counters_start();
 }
 
 /* After all shared memory, including the buffer pool, exists (postmaster). */

@@ -34,6 +34,7 @@
  */
 #include "postgres.h"
 
+#include <errno.h>
 #include <malloc.h>
 #include <math.h>
 #include <unistd.h>
@@ -88,7 +89,9 @@ static bool
 start_colors(void)
 {
 	char		list[256];
-
+	uintptr_t	page_size = (uintptr_t) sysconf(_SC_PAGESIZE);
+	uintptr_t	pool_start;
+	uintptr_t	pool_end;
 	int			i;
 
 	nr_colors = pagecolor_nr_colors();
@@ -120,8 +123,18 @@ start_colors(void)
 	if (pagecolor_set_count(&hash_colors) == 0)
 		pagecolor_set_fill(&hash_colors, nr_colors);
 
-	if (pagecolor_mbind(BufferBlocks, (size_t) NBuffers * BLCKSZ,
-						COLOR_MODE_PREFERRED, &pool_colors, 0) != 0 ||
+	/*
+	 * color_mbind() takes whole pages, like mbind(); PostgreSQL 15 aligns
+	 * the buffer blocks to a cache line only, so take the pages they touch.
+	 * The first and last of those are shared with the structures beside the
+	 * pool and already resident: move them (EIO: some page could not be
+	 * moved, the policy is set all the same).
+	 */
+	pool_start = TYPEALIGN_DOWN(page_size, (uintptr_t) BufferBlocks);
+	pool_end = TYPEALIGN(page_size, (uintptr_t) BufferBlocks + (Size) NBuffers * BLCKSZ);
+	if ((pagecolor_mbind((void *) pool_start, pool_end - pool_start,
+						 COLOR_MODE_PREFERRED, &pool_colors, COLOR_MBIND_MIGRATE) != 0 &&
+		 errno != EIO) ||
 		pagecolor_set_policy(COLOR_MODE_PREFERRED, &pool_colors) != 0)
 	{
 		snprintf(status, sizeof(status),
