@@ -2,11 +2,12 @@
 #   make demo   start a local server with mccdb, load a small SSB database,
 #               show the locality class of the SSB and PLQ queries
 #   make test   every test: extension (pg_regress + pgTAP), data generator,
-#               benchmark harness, kernel patch (booted under QEMU)
+#               benchmark harness, kernel patch (booted under QEMU), cache
+#               simulator, PostgreSQL + mccdb on the patched kernel (test box)
 #   make bench  the full benchmark set (long), results in docs/results/
 # Both install what they need themselves and are idempotent.
 
-.PHONY: all deps extension demo bench test test-extension test-kernel test-llcsim clean
+.PHONY: all deps extension demo bench test test-extension test-kernel test-llcsim test-box clean
 
 all: extension
 
@@ -38,7 +39,13 @@ test-kernel:
 test-llcsim:
 	benchmarks/llcsim/run.sh validate
 
+# PostgreSQL with mccdb on the patched kernel in a QEMU guest, checked end to
+# end; --record keeps the report in docs/results/testbox-fullstack.md.
+test-box: deps
+	scripts/testbox/testbox.sh --record
+
 clean:
+	-scripts/pg-cluster.sh stop testbox
 	-scripts/pg-cluster.sh stop test
 	-scripts/pg-cluster.sh stop nopreload
 	-scripts/pg-cluster.sh stop demo

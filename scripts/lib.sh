@@ -9,6 +9,8 @@ PG_SYS_BINDIR=/usr/lib/postgresql/$PG_MAJOR/bin
 # Relocated copy of the server: the extension is installed here, never into /usr.
 PG_LOCAL=$MCCDB_VAR/pg
 PG_BINDIR=$PG_LOCAL/usr/lib/postgresql/$PG_MAJOR/bin
+# A project-local cluster's directory (pg-cluster.sh); data is in data/.
+cluster_dir() { echo "$MCCDB_VAR/clusters/$1"; }
 # PostgreSQL refuses to run as root; as root the clusters belong to this user.
 MCCDB_CLUSTER_USER=${MCCDB_CLUSTER_USER:-mccdb}
 

@@ -19,7 +19,6 @@ set -euo pipefail
 
 usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
-cluster_dir() { echo "$MCCDB_VAR/clusters/$1"; }
 socket_dir() { echo "$MCCDB_VAR/run/$1"; }
 port_file() { echo "$(cluster_dir "$1")/port"; }
 

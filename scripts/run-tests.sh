@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Run mccdb's tests against real servers and a really booted kernel.
-#   run-tests.sh [part ...]     parts: extension ssb llcsim kernel (default: all)
+#   run-tests.sh [part ...]     parts: extension ssb llcsim kernel testbox
+#                               (default: all)
 # Prints one line per suite and a closing "tests: N passed, N failed" line;
 # exits non-zero when anything failed.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(extension ssb llcsim kernel)
+[ ${#parts[@]} -gt 0 ] || parts=(extension ssb llcsim kernel testbox)
 
 TEST_PORT=${MCCDB_TEST_PORT:-54321}
 NOPRELOAD_PORT=${MCCDB_NOPRELOAD_PORT:-54322}
@@ -150,11 +151,20 @@ test_kernel() {
 	record "kernel patch booted under QEMU" $rc
 }
 
+# PostgreSQL and mccdb on the patched kernel in a QEMU guest.
+test_testbox() {
+	"$MCCDB_ROOT/scripts/testbox/testbox.sh" >"$LOGDIR/testbox.log" 2>&1
+	local rc=$?
+	grep -E '^(ok|not ok) |^# ' "$LOGDIR/testbox.log" | tail -n 20
+	[ $rc -eq 0 ] || tail -n 40 "$LOGDIR/testbox.log"
+	record "full stack on the patched kernel (test box, $MCCDB_VAR/testbox/report.md)" $rc
+}
+
 mkdir -p "$LOGDIR"
 "$MCCDB_ROOT/scripts/install-deps.sh" || exit 1
 need_pg=0
 for p in "${parts[@]}"; do
-	case $p in extension | ssb) need_pg=1 ;; kernel | llcsim) ;; *) die "unknown part: $p" ;; esac
+	case $p in extension | ssb) need_pg=1 ;; kernel | llcsim | testbox) ;; *) die "unknown part: $p" ;; esac
 done
 if [ $need_pg = 1 ]; then
 	start_test_cluster

@@ -50,7 +50,7 @@ rm -f "$out/.stamp"
 make -C "$src" O="$obj" -s tinyconfig >&2
 (cd "$obj" && "$src/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" "${frags[@]}" >&2)
 make -C "$src" O="$obj" -s olddefconfig >&2
-for o in CONFIG_PAGE_COLORING CONFIG_ACPI CONFIG_SMP CONFIG_PROC_PAGE_MONITOR; do
+for o in CONFIG_PAGE_COLORING CONFIG_ACPI CONFIG_SMP CONFIG_PROC_PAGE_MONITOR CONFIG_UNIX; do
 	grep -qx "$o=y" "$obj/.config" || { log "$o not set in $obj/.config"; exit 1; }
 done
 t0=$SECONDS
