@@ -1,7 +1,7 @@
 #!/bin/bash
 # llcsim: shared-LLC simulator (QEMU TCG plugin) for the page colouring kernel.
 #
-# usage: benchmarks/llcsim/run.sh {build|unit|validate|table2|all} [--quick]
+# usage: benchmarks/llcsim/run.sh {build|unit|validate|table2|pg-fig2|all} [--quick]
 #   build     plugin (fetches qemu-plugin.h of the installed QEMU from Debian's
 #             source package on first use), static guest program, host unit
 #             test, patched kernel (scripts/build-kernel.sh)
@@ -11,12 +11,18 @@
 #             writes docs/results/llcsim-validation.md (+ .png); fails on a
 #             wrong answer
 #   table2    Table 2 / Figure 5 experiment; writes docs/results/llcsim-table2.md
+#   pg-fig2   Figure 2 with PostgreSQL in the guest (the test box image of
+#             scripts/testbox/mkimage.sh, TPC-H SF $PG_TPCH): TPC-H queries
+#             with their server's memory on fewer and fewer colours;
+#             writes docs/results/llcsim-fig2-tpch.md
 #   all       build unit validate table2
 #
 # Environment: LLC_SIZE (2M) LLC_WAYS (16) L2_SIZE (256K) L2_WAYS (8)
 #   L1_SIZE (32K) L1_WAYS (8) REPL (lru) COLORS (32, kernel page_colors=)
 #   MEM (1024 MiB) BOOT_TIMEOUT (s) JOBS (2)
 #   SYNC (10000: modeled-time quantum in cycles between the vCPUs, 0 = off)
+#   PG_TPCH (0.05) PG_QUERIES (q01,q03,q05,q06,q09,q18)
+#   PG_COLORS (32,16,8,4,2)
 #   LAT_SEQ (20: cycles of an LLC miss to the line after a recent miss, i.e. a
 #   prefetched stream; 200 = every miss costs the memory latency)
 set -euo pipefail
@@ -59,17 +65,19 @@ do_unit() {
 	"$build/test_cachemodel"
 }
 
-# boot NAME "LIST" TIMEOUT: initramfs with the guest program, boot with the plugin
+# boot NAME "LIST" TIMEOUT [IMAGE KERNEL]: initramfs with the guest program
+# (or the given image and kernel), boot with the plugin
 boot() {
 	local name=$1 list=$2 timeout=$3
-	local initrd=$build/initramfs-$name.cpio.gz
+	local initrd=${4:-$build/initramfs-$name.cpio.gz} kernel=${5:-$build/kernel/bzImage}
 	local serial=$build/$name.serial.log simout=$build/$name.sim.log
-	"$kp/scripts/mkinitramfs.sh" -o "$initrd" -t "$build/guest" -T "${PROG_TIMEOUT:-600}" -l "$list" >&2
+	[ -n "${4:-}" ] ||
+		"$kp/scripts/mkinitramfs.sh" -o "$initrd" -t "$build/guest" -T "${PROG_TIMEOUT:-600}" -l "$list" >&2
 	local parg="$build/libllcsim.so,llc=$LLC_SIZE,llc_ways=$LLC_WAYS,l2=$L2_SIZE,l2_ways=$L2_WAYS"
 	parg+=",l1=$L1_SIZE,l1_ways=$L1_WAYS,line=64,repl=$REPL,sync=$SYNC,lat_seq=$LAT_SEQ,out=$simout"
 	local t0=$SECONDS rc=0
 	PATH="$here/scripts/qemu-wrap:$PATH" LLCSIM_PLUGIN_ARG="$parg" \
-		"$kp/scripts/boot-test.sh" -k "$build/kernel/bzImage" -i "$initrd" -o "$serial" \
+		"$kp/scripts/boot-test.sh" -k "$kernel" -i "$initrd" -o "$serial" \
 		-e any -m "$MEM" -s 2 -t "$timeout" -a "page_colors=$COLORS" >&2 || rc=$?
 	log "$name: guest run took $((SECONDS - t0)) s (boot-test exit $rc)"
 	echo "$serial $simout $rc $((SECONDS - t0))"
@@ -135,11 +143,30 @@ do_table2() {
 		--cmd "${TABLE2_VARIANT:+TABLE2_VARIANT=$TABLE2_VARIANT }benchmarks/llcsim/run.sh table2${2:+ $2}"
 }
 
+# Figure 2 with PostgreSQL: scripts/testbox's image plus the guest program
+# pg/cachesens and the static llcsim (for its "op" control commands).
+do_pg_fig2() {
+	local kib image kernel queries=${PG_QUERIES:-q01,q03,q05,q06,q09,q18}
+	local colors=${PG_COLORS:-32,16,8,4,2}
+	kib=$(llc_kib)
+	[ $QUICK = 1 ] && { queries=q01,q03; colors=32,4; }
+	image=$build/pg-fig2.cpio
+	kernel=$(TESTBOX_TPCH=${PG_TPCH:-0.05} "$repo/scripts/testbox/mkimage.sh" -o "$image" \
+		-t "$here/pg" -l "cachesens:$queries:$colors" -T "${BOOT_TIMEOUT:-10800}" \
+		-b "$build/guest/llcsim" | tail -1)
+	read -r serial simout rc secs < <(MEM=${PG_MEM:-2048} boot pg-fig2 "" "${BOOT_TIMEOUT:-10800}" "$image" "$kernel")
+	mkdir -p "$results"
+	"$py" "$here/scripts/analyze.py" pgfig2 --serial "$serial" --sim "$simout" \
+		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --out "$results/llcsim-fig2-tpch.md" \
+		--tpch "${PG_TPCH:-0.05}" --cmd "benchmarks/llcsim/run.sh pg-fig2${2:+ $2}"
+}
+
 case "${1:-}" in
 build) do_build ;;
 unit) do_unit ;;
 validate) do_build; do_validate "$@" ;;
 table2) do_build; do_table2 "$@" ;;
+pg-fig2) do_build; do_pg_fig2 "$@" ;;
 all) do_build; do_unit; do_validate "$@"; do_table2 "$@" ;;
 *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -102,6 +102,7 @@ cp "$MCCDB_ROOT/benchmarks/plq/force_hash.sql" "$MCCDB_ROOT/benchmarks/plq/force
 cp "$MCCDB_ROOT/benchmarks/plq/plq_$PLQ_HASH.sql" "$root/testbox/queries/plq-hash.sql"
 cp "$MCCDB_ROOT/benchmarks/plq/plq_$PLQ_INDEX.sql" "$root/testbox/queries/plq-index.sql"
 cp "$here"/conf/* "$root/testbox/conf/"
+cp "$here/guestlib.sh" "$root/testbox/"
 mkdir -p "$root/testbox/tpch" "$root/bin"
 cp "$MCCDB_ROOT"/benchmarks/tpch/queries/*.sql "$root/testbox/tpch/"
 for f in "${extra[@]+"${extra[@]}"}"; do cp "$f" "$root/bin/"; done

@@ -9,6 +9,10 @@
  *   llcsim pair VSPEC ASPEC TAGV TAGA
  *                                 victim (CPU 0, fixed work) and aggressor
  *                                 (CPU 1, runs until the victim is done)
+ *   llcsim op begin|end|resume|flush [TAG]
+ *                                 one control command on the CPU this runs
+ *                                 on, for a region another process (e.g. a
+ *                                 PostgreSQL backend pinned there) executes
  *
  * SPEC = kind/a/b[/c=LIST][/pc=LIST][/pk=KIB]   ('/' separated; LIST like 0-15)
  *   chase/KIB/PASSES     random cyclic pointer chase, one node per 64 B line
@@ -453,7 +457,19 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 6 && !strcmp(argv[1], "pair"))
 		return cmd_pair(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));
+	if (argc >= 3 && !strcmp(argv[1], "op")) {
+		static const char *const ops[] = { "begin", "end", "resume", "trace", "flush" };
+		uint32_t cmd;
+
+		for (cmd = 0; cmd < 5; cmd++)
+			if (!strcmp(argv[2], ops[cmd]))
+				break;
+		if (cmd < 5 && cmd != 3) {
+			llcsim_op(cmd + 1, argc >= 4 ? (uint32_t)atoi(argv[3]) : 0);
+			return 0;
+		}
+	}
 	fprintf(stderr, "usage: llcsim phys N | sweep LLC_KIB TAG0 | run SPEC TAG | "
-		"pair VSPEC ASPEC TAGV TAGA\n");
+		"pair VSPEC ASPEC TAGV TAGA | op begin|end|resume|flush [TAG]\n");
 	return 2;
 }
