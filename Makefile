@@ -35,7 +35,8 @@ test-extension: deps
 test-kernel:
 	$(MAKE) -C kernel-patch test
 
-# The cache simulator against known answers, in a booted guest (about a minute).
+# The cache simulator against known answers, in a booted guest (about a
+# minute; make test runs the --quick form).
 test-llcsim:
 	benchmarks/llcsim/run.sh validate
 

@@ -142,6 +142,13 @@ test_llcsim() {
 	local rc=$?
 	[ $rc -eq 0 ] || cat "$LOGDIR/llcsim-unit.log"
 	record "llcsim cache model unit test (TAP)" $rc
+	# The plugin in a booted guest against known answers (knee at the LLC
+	# size, shared vs disjoint colours); its report stays in the logs.
+	LLCSIM_RESULTS=$LOGDIR "$MCCDB_ROOT/benchmarks/llcsim/run.sh" validate --quick \
+		>"$LOGDIR/llcsim-validate.log" 2>&1
+	rc=$?
+	tail -n 12 "$LOGDIR/llcsim-validate.log"
+	record "llcsim simulator validated in a booted guest ($LOGDIR/llcsim-validation.md)" $rc
 }
 
 test_kernel() {

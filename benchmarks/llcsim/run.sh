@@ -1,7 +1,7 @@
 #!/bin/bash
 # llcsim: shared-LLC simulator (QEMU TCG plugin) for the page colouring kernel.
 #
-# usage: benchmarks/llcsim/run.sh {build|unit|validate|table2|pg-fig2|all} [--quick]
+# usage: benchmarks/llcsim/run.sh {build|unit|validate|table2|pg-fig2|pg-fig6|all} [--quick]
 #   build     plugin (fetches qemu-plugin.h of the installed QEMU from Debian's
 #             source package on first use), static guest program, host unit
 #             test, patched kernel (scripts/build-kernel.sh)
@@ -15,6 +15,9 @@
 #             scripts/testbox/mkimage.sh, TPC-H SF $PG_TPCH): TPC-H queries
 #             with their server's memory on fewer and fewer colours;
 #             writes docs/results/llcsim-fig2-tpch.md
+#   pg-fig6   Figure 6 with PostgreSQL in the guest (SSB SF 0.1): two hash-
+#             join and two index-join PLQs paired as default, SLS, MLS and
+#             MLS with partitioning pair them; docs/results/llcsim-fig6-plq.md
 #   all       build unit validate table2
 #
 # Environment: LLC_SIZE (2M) LLC_WAYS (16) L2_SIZE (256K) L2_WAYS (8)
@@ -22,7 +25,7 @@
 #   MEM (1024 MiB) BOOT_TIMEOUT (s) JOBS (2)
 #   SYNC (10000: modeled-time quantum in cycles between the vCPUs, 0 = off)
 #   PG_TPCH (0.05) PG_QUERIES (q01,q03,q05,q06,q09,q18)
-#   PG_COLORS (32,16,8,4,2)
+#   PG_COLORS (32,16,8,4,2) PG_HASH (25,20) PG_INDEX (12,8)
 #   LAT_SEQ (20: cycles of an LLC miss to the line after a recent miss, i.e. a
 #   prefetched stream; 200 = every miss costs the memory latency)
 set -euo pipefail
@@ -30,7 +33,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 kp=$repo/kernel-patch
 build=$here/build
-results=$repo/docs/results
+results=${LLCSIM_RESULTS:-$repo/docs/results}
 py=$repo/.venv/bin/python3
 [ -x "$py" ] || py=python3
 
@@ -161,12 +164,28 @@ do_pg_fig2() {
 		--tpch "${PG_TPCH:-0.05}" --cmd "benchmarks/llcsim/run.sh pg-fig2${2:+ $2}"
 }
 
+# Figure 6 with PostgreSQL: the image with the guest program pg/corun.
+do_pg_fig6() {
+	local kib image kernel
+	kib=$(llc_kib)
+	image=$build/pg-fig6.cpio
+	kernel=$("$repo/scripts/testbox/mkimage.sh" -o "$image" -t "$here/pg" \
+		-l "corun:${PG_HASH:-25,20}:${PG_INDEX:-12,8}" -T "${BOOT_TIMEOUT:-10800}" \
+		-b "$build/guest/llcsim" | tail -1)
+	read -r serial simout rc secs < <(MEM=${PG_MEM:-2048} boot pg-fig6 "" "${BOOT_TIMEOUT:-10800}" "$image" "$kernel")
+	mkdir -p "$results"
+	"$py" "$here/scripts/analyze.py" pgfig6 --serial "$serial" --sim "$simout" \
+		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --out "$results/llcsim-fig6-plq.md" \
+		--cmd "benchmarks/llcsim/run.sh pg-fig6"
+}
+
 case "${1:-}" in
 build) do_build ;;
 unit) do_unit ;;
 validate) do_build; do_validate "$@" ;;
 table2) do_build; do_table2 "$@" ;;
 pg-fig2) do_build; do_pg_fig2 "$@" ;;
+pg-fig6) do_build; do_pg_fig6 "$@" ;;
 all) do_build; do_unit; do_validate "$@"; do_table2 "$@" ;;
 *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

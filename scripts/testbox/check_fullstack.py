@@ -10,6 +10,8 @@ once after the queries ("end").
 """
 import argparse
 import datetime
+import os
+import platform
 import re
 import sys
 from collections import Counter
@@ -123,6 +125,7 @@ def parse_args():
     ap.add_argument("--plq-hash", default="?")
     ap.add_argument("--plq-index", default="?")
     ap.add_argument("--mem", default="?")
+    ap.add_argument("--cmd", default="scripts/testbox/testbox.sh")
     return ap.parse_args()
 
 
@@ -266,6 +269,10 @@ def write_report(a, t, notes, nr, pool_text, hash_colors, pool_hist, hh, peak_na
         "/proc/PID/color_maps throughout, then runs both queries on a stock "
         "server (no mccdb).",
         "",
+        f"Host: {platform.node()}, {os.cpu_count()} vCPUs, Linux {platform.release()}, "
+        f"load average {os.getloadavg()[0]:.1f} when the report was written. Command: "
+        f"`{a.cmd}`.",
+        "",
         "Guest cache geometry (`pagecolor --hardware`):",
         "",
         "```",
@@ -284,9 +291,10 @@ def write_report(a, t, notes, nr, pool_text, hash_colors, pool_hist, hh, peak_na
     lines += [f"- {n}" for n in notes]
     lines += ["", "What the checks mean: \"new pages\" are pages of private anonymous memory "
               "(heap, anonymous mmaps, stack) whose address and PFN were not there in the "
-              "snapshot before the query. The hash join ran once before that snapshot so "
-              "that its planner's memory already exists; the index join did not, so all "
-              "of its planning and execution memory is checked. Shared memory other than "
+              "snapshot before the query. The hash join is a prepared statement with a generic "
+              "plan, executed once before that snapshot, so the measured execution neither "
+              "parses nor plans and all its new pages are the executor's; the index join ran "
+              "without warm-up, so all of its planning and execution memory is checked. Shared memory other than "
               "the buffer pool (lock tables, statistics) is not checked: its pages take the "
               "colours of whichever backend touches them first."]
     a.report.parent.mkdir(parents=True, exist_ok=True)

@@ -103,8 +103,9 @@ cp "$MCCDB_ROOT/benchmarks/plq/plq_$PLQ_HASH.sql" "$root/testbox/queries/plq-has
 cp "$MCCDB_ROOT/benchmarks/plq/plq_$PLQ_INDEX.sql" "$root/testbox/queries/plq-index.sql"
 cp "$here"/conf/* "$root/testbox/conf/"
 cp "$here/guestlib.sh" "$root/testbox/"
-mkdir -p "$root/testbox/tpch" "$root/bin"
+mkdir -p "$root/testbox/tpch" "$root/testbox/plq" "$root/bin"
 cp "$MCCDB_ROOT"/benchmarks/tpch/queries/*.sql "$root/testbox/tpch/"
+cp "$MCCDB_ROOT"/benchmarks/plq/plq_*.sql "$root/testbox/plq/"
 for f in "${extra[@]+"${extra[@]}"}"; do cp "$f" "$root/bin/"; done
 # The cluster was shut down cleanly: of its WAL only the segment with the
 # last checkpoint is needed (the others are recycled ones, 16 MiB each).

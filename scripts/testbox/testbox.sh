@@ -53,7 +53,7 @@ tr -d '\r' <"$serial" | sed -n '/^=== TESTBOX ARCHIVE BEGIN/,/^=== TESTBOX ARCHI
 	sed '1d;$d' | base64 -d | tar -xz -C "$box" || { echo "testbox: no archive in $serial" >&2; exit 1; }
 crc=0
 "$PY" "$here/check_fullstack.py" "$box/out" --report "$box/report.md" --boot-rc "$rc" \
-	--scale "$SCALE" --plq-hash "$PLQ_HASH" --plq-index "$PLQ_INDEX" --mem "$MEM" || crc=$?
+	--scale "$SCALE" --plq-hash "$PLQ_HASH" --plq-index "$PLQ_INDEX" --mem "$MEM" --cmd "scripts/testbox/testbox.sh${1:+ $1}" || crc=$?
 if [ "$record" = 1 ]; then
 	mkdir -p "$MCCDB_ROOT/docs/results"
 	cp "$box/report.md" "$MCCDB_ROOT/docs/results/testbox-fullstack.md"
