@@ -160,7 +160,7 @@ do_pg_fig2() {
 	read -r serial simout rc secs < <(MEM=${PG_MEM:-2048} boot pg-fig2 "" "${BOOT_TIMEOUT:-10800}" "$image" "$kernel")
 	mkdir -p "$results"
 	"$py" "$here/scripts/analyze.py" pgfig2 --serial "$serial" --sim "$simout" \
-		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --out "$results/llcsim-fig2-tpch.md" \
+		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --mem "${PG_MEM:-2048}" --out "$results/llcsim-fig2-tpch.md" \
 		--tpch "${PG_TPCH:-0.05}" --cmd "benchmarks/llcsim/run.sh pg-fig2${2:+ $2}"
 }
 
@@ -175,7 +175,7 @@ do_pg_fig6() {
 	read -r serial simout rc secs < <(MEM=${PG_MEM:-2048} boot pg-fig6 "" "${BOOT_TIMEOUT:-10800}" "$image" "$kernel")
 	mkdir -p "$results"
 	"$py" "$here/scripts/analyze.py" pgfig6 --serial "$serial" --sim "$simout" \
-		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --out "$results/llcsim-fig6-plq.md" \
+		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --mem "${PG_MEM:-2048}" --out "$results/llcsim-fig6-plq.md" \
 		--cmd "benchmarks/llcsim/run.sh pg-fig6"
 }
 
