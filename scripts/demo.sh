@@ -21,8 +21,7 @@ trap '"$MCCDB_ROOT/scripts/pg-cluster.sh" stop demo' EXIT
 eval "$("$MCCDB_ROOT/scripts/pg-cluster.sh" env demo)"
 
 export PGDATABASE=ssb
-"$PG_BINDIR/psql" -X -q -d postgres -tAc "select 1 from pg_database where datname = 'ssb'" | grep -q 1 ||
-	"$PG_BINDIR/psql" -X -q -d postgres -c "create database ssb"
+ensure_db ssb
 if "$PY" "$MCCDB_ROOT/benchmarks/ssb/ssb_generate.py" --check --scale "$SCALE" >/dev/null 2>&1; then
 	say "SSB at scale $SCALE is already loaded"
 else

@@ -44,6 +44,12 @@ as_cluster_user() {
 	fi
 }
 
+# Create database $1 in the cluster the PG* variables point at, if missing.
+ensure_db() {
+	"$PG_BINDIR/psql" -X -q -d postgres -tAc "select 1 from pg_database where datname = '$1'" | grep -q 1 ||
+		"$PG_BINDIR/psql" -X -q -d postgres -c "create database $1"
+}
+
 ensure_cluster_user() {
 	is_root || return 0
 	id -u "$MCCDB_CLUSTER_USER" >/dev/null 2>&1 ||

@@ -66,11 +66,6 @@ run_pgtap_dir() {
 	done
 }
 
-ensure_db() {
-	psql_q -d postgres -tAc "select 1 from pg_database where datname = '$1'" | grep -q 1 ||
-		psql_q -d postgres -c "create database $1"
-}
-
 ssb_generate() {
 	"$PY" "$MCCDB_ROOT/benchmarks/ssb/ssb_generate.py" "$@"
 }

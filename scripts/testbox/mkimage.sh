@@ -48,22 +48,20 @@ cluster install
 # Small WAL: the data directory goes into the guest's RAM.  mccdb is
 # preloaded here only because CREATE EXTENSION needs it.
 cluster start testbox --port "$PORT" --set "min_wal_size = 32MB" --set "max_wal_size = 64MB"
+# load DB SCRIPT SF [ARGS]: load with benchmarks/SCRIPT unless its --check passes
+load() {
+	local db=$1 script=$MCCDB_ROOT/benchmarks/$2 sf=$3
+	shift 3
+	ensure_db "$db"
+	if ! PGDATABASE=$db "$PY" "$script" --scale "$sf" --check >/dev/null 2>&1; then
+		say "loading $db at SF $sf into the testbox cluster"
+		PGDATABASE=$db "$PY" "$script" --scale "$sf" "$@" >/dev/null
+	fi
+}
 (
 	eval "$(cluster env testbox)"
-	"$PG_BINDIR/psql" -X -q -d postgres -tAc "select 1 from pg_database where datname = 'ssb'" | grep -q 1 ||
-		"$PG_BINDIR/psql" -X -q -d postgres -c "create database ssb"
-	if ! PGDATABASE=ssb "$PY" "$MCCDB_ROOT/benchmarks/ssb/ssb_generate.py" --scale "$SCALE" --check >/dev/null 2>&1; then
-		say "loading SSB SF $SCALE into the testbox cluster"
-		PGDATABASE=ssb "$PY" "$MCCDB_ROOT/benchmarks/ssb/ssb_generate.py" --scale "$SCALE" >/dev/null
-	fi
-	if [ -n "$TPCH" ]; then
-		"$PG_BINDIR/psql" -X -q -d postgres -tAc "select 1 from pg_database where datname = 'tpch'" | grep -q 1 ||
-			"$PG_BINDIR/psql" -X -q -d postgres -c "create database tpch"
-		if ! PGDATABASE=tpch "$PY" "$MCCDB_ROOT/benchmarks/tpch/tpch_load.py" --scale "$TPCH" --check >/dev/null 2>&1; then
-			say "loading TPC-H SF $TPCH into the testbox cluster"
-			PGDATABASE=tpch "$PY" "$MCCDB_ROOT/benchmarks/tpch/tpch_load.py" --scale "$TPCH" --progress none >/dev/null
-		fi
-	fi
+	load ssb ssb/ssb_generate.py "$SCALE"
+	[ -z "$TPCH" ] || load tpch tpch/tpch_load.py "$TPCH" --progress none
 	"$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -d ssb -c "create extension if not exists mccdb" -c "checkpoint" -c "checkpoint"
 )
 cluster stop testbox
