@@ -146,36 +146,36 @@ do_table2() {
 		--cmd "${TABLE2_VARIANT:+TABLE2_VARIANT=$TABLE2_VARIANT }benchmarks/llcsim/run.sh table2${2:+ $2}"
 }
 
-# Figure 2 with PostgreSQL: scripts/testbox's image plus the guest program
-# pg/cachesens and the static llcsim (for its "op" control commands).
-do_pg_fig2() {
-	local kib image kernel queries=${PG_QUERIES:-q01,q03,q05,q06,q09,q18}
-	local colors=${PG_COLORS:-32,16,8,4,2}
+# pg_run NAME MODE REPORT LIST [analyze.py args]: the test box image
+# (scripts/testbox/mkimage.sh) with the guest programs of pg/ and the static
+# llcsim (for its "op" control commands), booted under the plugin; then
+# analyze.py MODE writes docs/results/REPORT.
+pg_run() {
+	local name=$1 mode=$2 report=$3 list=$4 kib image kernel
+	shift 4
 	kib=$(llc_kib)
-	[ $QUICK = 1 ] && { queries=q01,q03; colors=32,4; }
-	image=$build/pg-fig2.cpio
-	kernel=$(TESTBOX_TPCH=${PG_TPCH:-0.05} "$repo/scripts/testbox/mkimage.sh" -o "$image" \
-		-t "$here/pg" -l "cachesens:$queries:$colors" -T "${BOOT_TIMEOUT:-10800}" \
-		-b "$build/guest/llcsim" | tail -1)
-	read -r serial simout rc secs < <(MEM=${PG_MEM:-2048} boot pg-fig2 "" "${BOOT_TIMEOUT:-10800}" "$image" "$kernel")
+	image=$build/$name.cpio
+	kernel=$("$repo/scripts/testbox/mkimage.sh" -o "$image" -t "$here/pg" -l "$list" \
+		-T "${BOOT_TIMEOUT:-10800}" -b "$build/guest/llcsim" | tail -1)
+	read -r serial simout rc secs < <(MEM=${PG_MEM:-2048} boot "$name" "" "${BOOT_TIMEOUT:-10800}" "$image" "$kernel")
 	mkdir -p "$results"
-	"$py" "$here/scripts/analyze.py" pgfig2 --serial "$serial" --sim "$simout" \
-		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --mem "${PG_MEM:-2048}" --out "$results/llcsim-fig2-tpch.md" \
-		--tpch "${PG_TPCH:-0.05}" --cmd "benchmarks/llcsim/run.sh pg-fig2${2:+ $2}"
+	"$py" "$here/scripts/analyze.py" "$mode" --serial "$serial" --sim "$simout" \
+		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --mem "${PG_MEM:-2048}" \
+		--out "$results/$report" "$@"
 }
 
-# Figure 6 with PostgreSQL: the image with the guest program pg/corun.
+# Figure 2: TPC-H queries with the server's memory on fewer colours (pg/cachesens).
+do_pg_fig2() {
+	local queries=${PG_QUERIES:-q01,q03,q05,q06,q09,q18} colors=${PG_COLORS:-32,16,8,4,2}
+	[ $QUICK = 1 ] && { queries=q01,q03; colors=32,4; }
+	TESTBOX_TPCH=${PG_TPCH:-0.05} pg_run pg-fig2 pgfig2 llcsim-fig2-tpch.md \
+		"cachesens:$queries:$colors" --tpch "${PG_TPCH:-0.05}" \
+		--cmd "benchmarks/llcsim/run.sh pg-fig2${2:+ $2}"
+}
+
+# Figure 6: two hash-join and two index-join PLQs as the policies pair them (pg/corun).
 do_pg_fig6() {
-	local kib image kernel
-	kib=$(llc_kib)
-	image=$build/pg-fig6.cpio
-	kernel=$("$repo/scripts/testbox/mkimage.sh" -o "$image" -t "$here/pg" \
-		-l "corun:${PG_HASH:-25,20}:${PG_INDEX:-12,8}" -T "${BOOT_TIMEOUT:-10800}" \
-		-b "$build/guest/llcsim" | tail -1)
-	read -r serial simout rc secs < <(MEM=${PG_MEM:-2048} boot pg-fig6 "" "${BOOT_TIMEOUT:-10800}" "$image" "$kernel")
-	mkdir -p "$results"
-	"$py" "$here/scripts/analyze.py" pgfig6 --serial "$serial" --sim "$simout" \
-		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --mem "${PG_MEM:-2048}" --out "$results/llcsim-fig6-plq.md" \
+	pg_run pg-fig6 pgfig6 llcsim-fig6-plq.md "corun:${PG_HASH:-25,20}:${PG_INDEX:-12,8}" \
 		--cmd "benchmarks/llcsim/run.sh pg-fig6"
 }
 

@@ -155,7 +155,8 @@ def check(a, t):
       f"hash {classes['hash']}, index {classes['index']}")
 
     snaps = {k: sorted(out.glob(f"snap-{k}-*.pages")) for k in ("hash", "index")}
-    base = {k: read_pages(out / f"snap-{k}-base.pages") for k in ("hash", "index")}
+    parsed = {p: read_pages(p) for k in snaps for p in snaps[k]}
+    base = {k: parsed[out / f"snap-{k}-base.pages"] for k in ("hash", "index")}
     t(all(len(v) >= 3 for v in snaps.values()), "snapshots before, during and after the co-run",
       f"hash {len(snaps['hash'])}, index {len(snaps['index'])}")
 
@@ -172,7 +173,7 @@ def check(a, t):
                 continue
             start, end, _, _, counts = big[0]
             cmap_outside += sum(n for c, n in counts.items() if c not in pool)
-            vma = [v for v in read_pages(p) if v.start == start and v.end == end]
+            vma = [v for v in parsed[p] if v.start == start and v.end == end]
             if not vma:
                 pool_vma_ok = False
                 continue
@@ -192,7 +193,7 @@ def check(a, t):
         seen = {(va, pfn) for v in base[kind] if v.private_anon for va, (pfn, _) in v.pages.items()}
         per_snap = []
         for p in snaps[kind]:
-            pages = {(va, pfn, c) for v in read_pages(p) if v.private_anon
+            pages = {(va, pfn, c) for v in parsed[p] if v.private_anon
                      for va, (pfn, c) in v.pages.items() if (va, pfn) not in seen}
             per_snap.append((p.stem, pages))
         return per_snap

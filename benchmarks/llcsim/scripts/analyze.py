@@ -406,20 +406,28 @@ def table2(args, d):
     return 0 if ok else 1
 
 
+def total(d, tag, field):
+    """User + kernel count of a tag's dump, or None without a dump."""
+    x = d['dumps'].get(int(tag))
+    return x['u_' + field] + x['k_' + field] if x else None
+
+
+def guest_tap(d):
+    """(ok lines, not-ok lines) the guest programs printed."""
+    return (sum(1 for r in d['serial'] if r.startswith('ok ')),
+            sum(1 for r in d['serial'] if r.startswith('not ok')))
+
+
 def pgfig2(args, d):
     """Figure 2: modeled time and LLC misses of each TPC-H query against the
     colours its server's memory may use, relative to all colours."""
     runs = d.get('pg', [])
     byq = {}
     for r in runs:
-        m = metrics(d, int(r['tag']))
-        if m is None:
+        if total(d, r['tag'], 'cycles') is None:
             continue
-        x = d['dumps'][int(r['tag'])]
         byq.setdefault(r['query'], {})[int(r['colors'])] = {
-            'cycles': x['u_cycles'] + x['k_cycles'], 'u_cycles': x['u_cycles'],
-            'llcm': x['u_llcm'] + x['k_llcm'], 'l2m': x['u_l2m'] + x['k_l2m'],
-            'insns': x['u_insns'] + x['k_insns'], 'rows': r['rows']}
+            f: total(d, r['tag'], f) for f in ('cycles', 'llcm', 'insns')}
     ncol = int(d['config'].get('colors', 32))
     llc_kib = args.llc_kib
     L = ['# Figure 2 in the simulator: cache sensitivity of TPC-H queries on PostgreSQL', '',
@@ -461,9 +469,9 @@ def pgfig2(args, d):
         png = args.out.replace('.md', '.png')
         fig.savefig(png, dpi=110)
         L += [f'![cache sensitivity]({os.path.basename(png)})', '']
-    fails = [r for r in d['serial'] if r.startswith('not ok')]
-    ok = args.boot_rc == 0 and bool(byq) and not fails
-    L += [f'Guest TAP: {sum(1 for r in d["serial"] if r.startswith("ok "))} ok, {len(fails)} not ok '
+    n_ok, n_bad = guest_tap(d)
+    ok = args.boot_rc == 0 and bool(byq) and not n_bad
+    L += [f'Guest TAP: {n_ok} ok, {n_bad} not ok '
           '(each measured run ended without error; each query returned the same rows on every colour count).', '']
     with open(args.out, 'w') as f:
         f.write('\n'.join(L) + '\n')
@@ -474,15 +482,11 @@ def pgfig2(args, d):
 def pgfig6(args, d):
     """Figure 6: modeled batch time and per-query slowdown of two hash-join
     and two index-join PLQs as each policy pairs them on the two vCPUs."""
-    def tot(tag, f):
-        x = d['dumps'].get(int(tag))
-        return x['u_' + f] + x['k_' + f] if x else None
-
     phases = [r for r in d.get('pg', []) if 'policy' in r]
     alone, per, batch = {}, {}, {}
     missing = 0
     for r in phases:
-        c0, c1 = tot(r['tag0'], 'cycles'), tot(r['tag1'], 'cycles')
+        c0, c1 = total(d, r['tag0'], 'cycles'), total(d, r['tag1'], 'cycles')
         if c0 is None or c1 is None:
             missing += 1
             continue
@@ -492,7 +496,7 @@ def pgfig6(args, d):
             q = r[cpu]
             if q == '-':
                 continue
-            v = {'cycles': cyc, 'llcm': tot(tag, 'llcm'), 'l2m': tot(tag, 'l2m')}
+            v = {'cycles': cyc, 'llcm': total(d, tag, 'llcm')}
             (alone if pol == 'alone' else per.setdefault(pol, {}))[q] = v
     order = [p for p in ('default', 'sls', 'mls', 'mls-part') if p in batch]
     part = next((ln.split('partition: ', 1)[1] for ln in d['serial'] if 'LLCSIM-PG partition:' in ln), '?')
@@ -551,9 +555,9 @@ def pgfig6(args, d):
         png = args.out.replace('.md', '.png')
         fig.savefig(png, dpi=110)
         L += [f'![figure 6]({os.path.basename(png)})', '']
-    fails = [r for r in d['serial'] if r.startswith('not ok')]
-    ok = args.boot_rc == 0 and not missing and len(order) == 4 and not fails
-    L += [f'Guest TAP: {sum(1 for r in d["serial"] if r.startswith("ok "))} ok, {len(fails)} not ok '
+    n_ok, n_bad = guest_tap(d)
+    ok = args.boot_rc == 0 and not missing and len(order) == 4 and not n_bad
+    L += [f'Guest TAP: {n_ok} ok, {n_bad} not ok '
           '(every phase ended without error; every query returned under each policy the rows it '
           f'returned alone); phases without counters: {missing}.', '']
     with open(args.out, 'w') as f:
