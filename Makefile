@@ -7,7 +7,7 @@
 #   make bench  the full benchmark set (long), results in docs/results/
 # Both install what they need themselves and are idempotent.
 
-.PHONY: all deps extension demo bench test test-extension test-kernel test-llcsim test-box clean
+.PHONY: all deps extension deb demo bench test test-extension test-package test-kernel test-llcsim test-box clean
 
 all: extension
 
@@ -16,6 +16,10 @@ deps:
 
 extension: deps
 	scripts/pg-cluster.sh install
+
+# The Debian package of the extension (pg_buildext): var/deb/*.deb.
+deb: deps
+	$(MAKE) -C pg_extension deb
 
 demo: deps
 	scripts/demo.sh
@@ -32,12 +36,17 @@ bench: deps
 test-extension: deps
 	scripts/run-tests.sh extension
 
-test-kernel:
+# The install steps of docs/usage.md and the Debian package, against the
+# system PostgreSQL (installs, checks, removes again).
+test-package: deps
+	scripts/run-tests.sh package
+
+test-kernel: deps
 	$(MAKE) -C kernel-patch test
 
 # The cache simulator against known answers, in a booted guest (about a
 # minute; make test runs the --quick form).
-test-llcsim:
+test-llcsim: deps
 	benchmarks/llcsim/run.sh validate
 
 # PostgreSQL with mccdb on the patched kernel in a QEMU guest, checked end to

@@ -40,8 +40,8 @@ install_local() {
 		echo "$want" >"$stamp"
 	fi
 	say "building and installing mccdb into $PG_LOCAL"
-	make -s -C "$MCCDB_ROOT/pg_extension" PG_CONFIG="$PG_SYS_BINDIR/pg_config" with_llvm=no >/dev/null
-	make -s -C "$MCCDB_ROOT/pg_extension" PG_CONFIG="$PG_SYS_BINDIR/pg_config" with_llvm=no \
+	make -s -C "$MCCDB_ROOT/pg_extension" PG_CONFIG="$PG_SYS_BINDIR/pg_config" >/dev/null
+	make -s -C "$MCCDB_ROOT/pg_extension" PG_CONFIG="$PG_SYS_BINDIR/pg_config" \
 		install DESTDIR="$PG_LOCAL" >/dev/null
 }
 

@@ -11,7 +11,6 @@ PATCHES="$KP/patches"
 CONFIGS="$KP/configs"
 JOBS="${JOBS:-2}"
 SRC="${KP_SRC:-$BUILD/src}"                    # git tree: pristine + series
-PKGS="linux-source-6.1 bc flex bison libelf-dev libssl-dev cpio build-essential"
 SCRIPT_VERSION=1                               # bump to force rebuilds
 
 usage() {
@@ -43,8 +42,8 @@ Outputs (stable paths, used by the QEMU boot scripts):
 
 Inputs: $PATCHES/series (patch file names in order), the patches,
 $CONFIGS/test.config and debug.config, and the tarball
-$TARBALL (package linux-source-6.1; missing build packages are installed
-with apt-get, through sudo when not root).
+$TARBALL (package linux-source-6.1; scripts/install-deps.sh installs it
+and the build's other packages).
 
 Environment: JOBS (default 2), KP_BUILD (build dir), KERNEL_TARBALL.
 EOF
@@ -53,10 +52,8 @@ EOF
 log() { echo "kernel-tree: $*" >&2; }
 die() { echo "kernel-tree: ERROR: $*" >&2; exit 1; }
 
-as_root() {
-	if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
-}
-
+# The build's packages are installed up front by scripts/install-deps.sh
+# (scripts/debian-packages.txt); here we only say what is missing.
 ensure_packages() {
 	local missing=()
 	[ -f "$TARBALL" ] || missing+=(linux-source-6.1)
@@ -67,13 +64,8 @@ ensure_packages() {
 	command -v gcc >/dev/null && command -v make >/dev/null || missing+=(build-essential)
 	[ -f /usr/include/gelf.h ] || missing+=(libelf-dev)
 	[ -f /usr/include/openssl/opensslv.h ] || missing+=(libssl-dev)
-	[ ${#missing[@]} -eq 0 ] && return 0
-	log "installing: ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	as_root apt-get update -q >&2 || true
-	as_root apt-get install -y -q --no-install-recommends "${missing[@]}" >&2 ||
-		die "apt-get install ${missing[*]} failed (need: $PKGS)"
-	[ -f "$TARBALL" ] || die "$TARBALL still missing"
+	[ ${#missing[@]} -eq 0 ] ||
+		die "missing Debian packages: ${missing[*]} (run scripts/install-deps.sh)"
 }
 
 series_files() {

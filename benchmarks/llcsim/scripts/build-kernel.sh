@@ -20,10 +20,7 @@ JOBS=${JOBS:-2}
 TARBALL=${KERNEL_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
 frags=("$kp/configs/test.config" "$here/llcsim.config")
 log() { echo "build-kernel: $*" >&2; }
-if [ ! -f "$TARBALL" ]; then
-	SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
-	$SUDO apt-get install -y -q linux-source-6.1 bc flex bison libelf-dev libssl-dev cpio >&2
-fi
+[ -f "$TARBALL" ] || { log "$TARBALL missing (run scripts/install-deps.sh)"; exit 1; }
 patches=$(grep -v -E '^\s*(#|$)' "$kp/patches/series")
 series_hash=$( { for p in $patches; do cat "$kp/patches/$p"; done; } | sha256sum | cut -d' ' -f1)
 want=$( { echo "$series_hash"; cat "${frags[@]}"; } | sha256sum | cut -d' ' -f1)

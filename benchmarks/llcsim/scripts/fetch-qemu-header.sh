@@ -10,7 +10,7 @@ out=${1:?usage: fetch-qemu-header.sh OUTDIR}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 ver=$(dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null) ||
-	{ echo "fetch-qemu-header: qemu-system-x86 is not installed" >&2; exit 1; }
+	{ echo "fetch-qemu-header: qemu-system-x86 is not installed (run scripts/install-deps.sh)" >&2; exit 1; }
 # Source version: the binary may carry a binNMU suffix (+bN) the source lacks.
 srcver=${ver%+b[0-9]*}
 if [ -f "$out/qemu-plugin.h" ] && [ "$(cat "$out/VERSION" 2>/dev/null)" = "$srcver" ]; then
@@ -18,7 +18,8 @@ if [ -f "$out/qemu-plugin.h" ] && [ "$(cat "$out/VERSION" 2>/dev/null)" = "$srcv
 	exit 0
 fi
 SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
-command -v dpkg-source >/dev/null || $SUDO apt-get install -y -q dpkg-dev >/dev/null
+command -v dpkg-source >/dev/null ||
+	{ echo "fetch-qemu-header: dpkg-dev is not installed (run scripts/install-deps.sh)" >&2; exit 1; }
 work="$out/apt"
 mkdir -p "$work/lists/partial" "$work/src"
 sed 's/^Types: deb$/Types: deb deb-src/' /etc/apt/sources.list.d/debian.sources > "$work/sources.sources"
