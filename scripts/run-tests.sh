@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run mccdb's tests against real servers and a really booted kernel.
-#   run-tests.sh [part ...]     parts: extension ssb llcsim kernel testbox
+#   run-tests.sh [part ...]     parts: extension ssb package llcsim kernel testbox
 #                               (default: all)
 # Prints one line per suite and a closing "tests: N passed, N failed" line;
 # exits non-zero when anything failed.
@@ -8,7 +8,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(extension ssb llcsim kernel testbox)
+[ ${#parts[@]} -gt 0 ] || parts=(extension ssb package llcsim kernel testbox)
 
 TEST_PORT=${MCCDB_TEST_PORT:-54321}
 NOPRELOAD_PORT=${MCCDB_NOPRELOAD_PORT:-54322}
@@ -37,18 +37,16 @@ pg_env() { eval "$("$MCCDB_ROOT/scripts/pg-cluster.sh" env "$1")"; }
 
 psql_q() { "$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 
-# pg_regress writes results/ beside the tests; as root it runs as root,
-# which is fine: only the server must not.
-run_pg_regress() {
-	local name=$1 schedule=$2 cluster=$3
+# The extension's pg_regress suite, the way any PGXS user runs it: make
+# installcheck against a running server (REGRESS in pg_extension/Makefile).
+run_installcheck() {
+	local name=$1 cluster=$2
+	shift 2
 	pg_env "$cluster"
-	(cd "$MCCDB_ROOT/pg_extension" &&
-		"$PG_REGRESS" --bindir="$PG_BINDIR" \
-			--host="$PGHOST" --port="$PGPORT" --user=postgres \
-			--inputdir=. --dbname="mccdb_regress_$cluster" \
-			--schedule="$schedule") >"$LOGDIR/$name.log" 2>&1
+	make -C "$MCCDB_ROOT/pg_extension" PG_CONFIG="$PG_SYS_BINDIR/pg_config" installcheck "$@" \
+		>"$LOGDIR/$name.log" 2>&1
 	local rc=$?
-	[ $rc -eq 0 ] || { cat "$LOGDIR/$name.log"; cat "$MCCDB_ROOT/pg_extension/regression.diffs" 2>/dev/null | head -100; }
+	[ $rc -eq 0 ] || { cat "$LOGDIR/$name.log"; head -n 100 "$MCCDB_ROOT/pg_extension/regression.diffs" 2>/dev/null; }
 	record "$name" $rc
 }
 
@@ -101,9 +99,9 @@ load_test_queries() {
 }
 
 test_extension() {
-	run_pg_regress "pg_regress extension" regress_schedule test
+	run_installcheck "pg_regress: EXPLAIN output and the 1.0 -> 1.1 upgrade (make installcheck)" test
 	"$MCCDB_ROOT/scripts/pg-cluster.sh" start nopreload --port "$NOPRELOAD_PORT" --no-preload || exit 1
-	run_pg_regress "pg_regress without preload" nopreload_schedule nopreload
+	run_installcheck "pg_regress: a server without the preload" nopreload REGRESS=no_preload
 	"$MCCDB_ROOT/scripts/pg-cluster.sh" stop nopreload
 	pg_env test
 	ensure_db mccdb_tap
@@ -121,6 +119,10 @@ test_extension() {
 	rc=$?
 	[ $rc -eq 0 ] || cat "$LOGDIR/concurrency.log"
 	record "pytest scheduler concurrency" $rc
+	MCCDB_PG_BINDIR=$PG_BINDIR "$PY" -m pytest -q "$MCCDB_ROOT/pg_extension/test/packaging" >"$LOGDIR/packaging.log" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] || cat "$LOGDIR/packaging.log"
+	record "pytest packaging: pg_dump/pg_restore keep the matrix, META.json agrees with the control file" $rc
 }
 
 test_ssb() {
@@ -130,6 +132,20 @@ test_ssb() {
 	[ $rc -eq 0 ] || cat "$LOGDIR/pytest.log"
 	record "pytest benchmarks" $rc
 	[ -d "$MCCDB_ROOT/benchmarks/ssb/test" ] && run_pgtap_dir "$MCCDB_ROOT/benchmarks/ssb/test" ssb
+}
+
+# The ways a DBA installs mccdb into the system PostgreSQL: the install steps
+# of docs/usage.md as written (PGXS), and the Debian package.  Both clean up.
+test_package() {
+	local rc
+	"$MCCDB_ROOT/scripts/test-usage.sh" >"$LOGDIR/usage.log" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] || tail -n 60 "$LOGDIR/usage.log"
+	record "docs/usage.md install steps, run as written (PGXS, installcheck on a Debian cluster)" $rc
+	"$MCCDB_ROOT/scripts/test-package.sh" >"$LOGDIR/package.log" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] || tail -n 60 "$LOGDIR/package.log"
+	record "Debian package built with pg_buildext, installed, CREATE EXTENSION with the preload" $rc
 }
 
 test_llcsim() {
@@ -166,7 +182,7 @@ mkdir -p "$LOGDIR"
 "$MCCDB_ROOT/scripts/install-deps.sh" || exit 1
 need_pg=0
 for p in "${parts[@]}"; do
-	case $p in extension | ssb) need_pg=1 ;; kernel | llcsim | testbox) ;; *) die "unknown part: $p" ;; esac
+	case $p in extension | ssb) need_pg=1 ;; package | kernel | llcsim | testbox) ;; *) die "unknown part: $p" ;; esac
 done
 if [ $need_pg = 1 ]; then
 	start_test_cluster

@@ -1,0 +1,259 @@
+/* mccdb--1.1.sql */
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION mccdb" to load this file. \quit
+
+-- mccdb needs shared memory and must see every query: refuse to install
+-- unless the library was preloaded.
+CREATE FUNCTION mccdb_check_preload()
+RETURNS void
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT PARALLEL SAFE;
+
+SELECT mccdb_check_preload();
+
+CREATE FUNCTION mccdb_locality(
+	query text,
+	OUT locality text,
+	OUT hash_table_bytes bigint,
+	OUT llc_bytes bigint,
+	OUT basis text,
+	OUT description text)
+RETURNS record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION mccdb_locality(text) IS
+'Plans a statement (without running it) and returns its estimated cache locality, as EXPLAIN shows it';
+
+CREATE FUNCTION mccdb_plan_tables(
+	query text,
+	OUT plan_node_id int,
+	OUT kind text,
+	OUT relation text,
+	OUT counted boolean,
+	OUT est_rows float8,
+	OUT est_width int,
+	OUT buckets int,
+	OUT batches int,
+	OUT est_bytes bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION mccdb_plan_tables(text) IS
+'Plans a statement and lists the hash tables (and other reused structures) whose sizes decide its locality';
+
+CREATE FUNCTION mccdb_cache_geometry(
+	OUT level int,
+	OUT size_bytes bigint,
+	OUT ways int,
+	OUT line_size int,
+	OUT shared_cpu_list text,
+	OUT shared_cpus int,
+	OUT source text,
+	OUT llc_bytes bigint,
+	OUT page_colors int)
+RETURNS record
+AS 'MODULE_PATHNAME', 'mccdb_cache_geometry_info'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION mccdb_cache_geometry() IS
+'The last-level cache found in sysfs, and the size C in use (mccdb.llc_size overrides it)';
+
+CREATE FUNCTION mccdb_recent_queries(
+	OUT seq bigint,
+	OUT pid int,
+	OUT finished timestamptz,
+	OUT queryid bigint,
+	OUT locality text,
+	OUT basis text,
+	OUT est_bytes bigint,
+	OUT actual_bytes bigint,
+	OUT llc_bytes bigint,
+	OUT tables int,
+	OUT admit_seq bigint,
+	OUT admitted timestamptz,
+	OUT released timestamptz,
+	OUT waited_ms float8,
+	OUT llc_misses bigint,
+	OUT instructions bigint,
+	OUT cycles bigint,
+	OUT query text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+CREATE FUNCTION mccdb_recent_tables(
+	OUT seq bigint,
+	OUT plan_node_id int,
+	OUT kind text,
+	OUT relation text,
+	OUT counted boolean,
+	OUT est_rows float8,
+	OUT est_bytes bigint,
+	OUT actual_rows float8,
+	OUT actual_bytes bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+CREATE FUNCTION mccdb_plan_candidates(
+	query text,
+	OUT candidate text,
+	OUT cost float8,
+	OUT locality text,
+	OUT hash_table_bytes bigint,
+	OUT kept boolean)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION mccdb_plan_candidates(text) IS
+'The candidate plans mccdb.plan_policy chooses among: cost without disable_cost, locality, and whether within mccdb.cost_slack';
+
+CREATE FUNCTION mccdb_queue(
+	OUT pid int,
+	OUT state text,
+	OUT queue text,
+	OUT locality text,
+	OUT hash_table_bytes bigint,
+	OUT slots int,
+	OUT since timestamptz,
+	OUT for_ms float8,
+	OUT arrival bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+CREATE VIEW mccdb_queue AS
+	SELECT * FROM mccdb_queue();
+
+COMMENT ON VIEW mccdb_queue IS
+'Queries running or waiting for admission under mccdb.schedule';
+
+CREATE FUNCTION mccdb_scheduler(
+	OUT policy text,
+	OUT slots int,
+	OUT used_slots int,
+	OUT held boolean,
+	OUT admitted bigint,
+	OUT admitted_after_max_wait bigint,
+	OUT interference_loaded boolean)
+RETURNS record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+CREATE FUNCTION mccdb_hold_admission(hold boolean)
+RETURNS void
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION mccdb_hold_admission(boolean) IS
+'true: queue every gated query and admit none (to submit a batch together); false: resume';
+
+CREATE FUNCTION mccdb_set_interference(target text, corunner text, slowdown float8)
+RETURNS void
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+CREATE FUNCTION mccdb_clear_interference()
+RETURNS void
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+-- The interference matrix of the adaptive policy, measured on this host
+-- (slowdown = co-run time / alone time of a target class beside a co-runner).
+-- Its CHECKs accept exactly what mccdb_set_interference() accepts.
+CREATE TABLE mccdb_interference (
+	target text NOT NULL CHECK (target IN ('strong', 'moderate', 'weak')),
+	corunner text NOT NULL CHECK (corunner IN ('strong', 'moderate', 'weak')),
+	slowdown float8 NOT NULL,
+	measured timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (target, corunner),
+	CONSTRAINT mccdb_interference_slowdown_check CHECK (slowdown > 0 AND slowdown < 1000)
+);
+
+-- It is configuration, not extension data: pg_dump keeps its rows.
+SELECT pg_catalog.pg_extension_config_dump('mccdb_interference', '');
+
+COMMENT ON TABLE mccdb_interference IS
+'Slowdown of a target locality class beside a co-runner class, for mccdb.schedule = adaptive; mccdb_load_interference() loads it';
+
+-- Shared memory does not survive a restart: load the matrix into it.
+CREATE FUNCTION mccdb_load_interference()
+RETURNS int
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r record;
+	n int := 0;
+BEGIN
+	PERFORM @extschema@.mccdb_clear_interference();
+	FOR r IN SELECT * FROM @extschema@.mccdb_interference LOOP
+		PERFORM @extschema@.mccdb_set_interference(r.target, r.corunner, r.slowdown);
+		n := n + 1;
+	END LOOP;
+	RETURN n;
+END $$;
+
+CREATE FUNCTION mccdb_counters_status()
+RETURNS text
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION mccdb_counters_status() IS
+'Whether per-query hardware counters (mccdb.counters) can be read here, and if not why';
+
+CREATE FUNCTION mccdb_counter_encoding(event text, OUT type int, OUT config bigint)
+RETURNS record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION mccdb_counter_encoding(text) IS
+'How libpfm4 encodes a hardware event name for perf_event_open: perf_event_attr type and config';
+
+CREATE FUNCTION mccdb_partition(
+	OUT backend text,
+	OUT status text,
+	OUT buffer_pool_colors text,
+	OUT nr_colors int)
+RETURNS record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION mccdb_partition() IS
+'How the last-level cache is partitioned: page colours, resctrl, or unavailable and why';
+
+CREATE FUNCTION mccdb_recent_reset()
+RETURNS void
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+CREATE VIEW mccdb_recent_queries AS
+	SELECT * FROM mccdb_recent_queries();
+
+COMMENT ON VIEW mccdb_recent_queries IS
+'Recently executed queries: estimated locality, estimated S beside the actual peak size of the same hash tables';
+
+CREATE VIEW mccdb_recent_tables AS
+	SELECT *,
+		   round(100.0 * (est_bytes - actual_bytes) / nullif(actual_bytes, 0), 1)
+			 AS error_pct
+	  FROM mccdb_recent_tables();
+
+COMMENT ON VIEW mccdb_recent_tables IS
+'Per hash table of the recently executed queries: estimated and actual peak size';
+
+-- Query texts and row estimates of other users' queries are not for everyone.
+REVOKE ALL ON FUNCTION mccdb_recent_queries() FROM PUBLIC;
+REVOKE ALL ON FUNCTION mccdb_recent_tables() FROM PUBLIC;
+REVOKE ALL ON FUNCTION mccdb_recent_reset() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mccdb_recent_queries(), mccdb_recent_tables() TO pg_read_all_stats;
+GRANT SELECT ON mccdb_recent_queries, mccdb_recent_tables TO pg_read_all_stats;
+
+REVOKE ALL ON FUNCTION mccdb_hold_admission(boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION mccdb_set_interference(text, text, float8) FROM PUBLIC;
+REVOKE ALL ON FUNCTION mccdb_load_interference() FROM PUBLIC;
+REVOKE ALL ON FUNCTION mccdb_clear_interference() FROM PUBLIC;
