@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
 /*
  * libpagecolor - user-space access to the page colouring system calls of the
  * mccdb Linux 6.1 patch series (kernel-patch/patches/).
