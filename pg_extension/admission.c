@@ -5,13 +5,13 @@
  *		front of ExecutorRun that lets at most mccdb.corun_slots queries
  *		run at once and chooses which waiting query goes next.
  *
- * Shared memory holds one entry per backend: waiting or running, its
- * locality class (which of the paper's two queues it is in), its hash table
- * size and the slots it takes (1 + planned parallel workers).  A waiting
- * backend sleeps on a condition variable (wait event "Extension" in
- * pg_stat_activity); whoever frees slots or changes the queue broadcasts,
- * and every waiter re-evaluates pick_next() under the lock: the one it
- * names takes its slots.
+ * Shared memory holds one entry per backend: waiting, running or lending
+ * its slots, its locality class (which of the paper's two queues it is in),
+ * its hash table size and the slots it takes (1 + planned parallel
+ * workers).  A waiting backend sleeps on a condition variable (wait event
+ * "Extension" in pg_stat_activity); whoever frees slots or changes the
+ * queue broadcasts, and every waiter re-evaluates pick_next() under the
+ * lock: the one it names takes its slots.
  *
  * Policies (mccdb.schedule):
  *	sls		co-run queries of the same queue; strong/moderate first, smallest
@@ -20,46 +20,107 @@
  *	adaptive	admit the waiter that minimises the predicted slowdown of the
  *			running set, from an interference matrix measured on the host;
  *	off		admit everything (stock behaviour).
- * Beyond the paper, which assumed a static batch: a query that has waited
- * mccdb.max_wait is admitted next whatever the policy (no starvation).
  *
- * A slot is never leaked: the run is wrapped in PG_FINALLY (ERROR, cancel,
- * statement_timeout), a before_shmem_exit callback covers FATAL, client
+ * The gate is a soft limit on how many queries share the cache, never a
+ * lock: it must not stop work that PostgreSQL itself would finish.  So
+ * (docs/design.md, "The gate never hangs a workload"):
+ *	- a query that waited mccdb.max_wait runs next, whatever the policy or a
+ *	  hold;
+ *	- a waiter that holds a heavyweight lock another backend waits for is
+ *	  admitted at once, once it has waited deadlock_timeout: otherwise an
+ *	  admitted query blocked on that lock and the waiter would wait for each
+ *	  other where the deadlock detector cannot see it;
+ *	- a statement is admitted once; between the fetches of a cursor, and
+ *	  while its backend has been blocked writing to its client for
+ *	  mccdb.client_stall, its slots are lent to waiting queries;
+ *	- waiters reload the configuration themselves, so a changed policy or
+ *	  slot count reaches them within half a second;
+ *	- a hold ends with the session that took it;
+ *	- the extension's own functions and views are never gated.
+ *
+ * A slot is never leaked: an error in the run releases the entry, a reset
+ * callback on the statement's memory context covers a statement dropped
+ * without ExecutorEnd, a before_shmem_exit callback covers FATAL, client
  * disconnect and pg_terminate_backend, and a backend crash reinitialises
  * shared memory.
+ *
+ * The interference matrix is written to $PGDATA/mccdb_interference.matrix
+ * whenever it is loaded, and read back when shared memory is created, so
+ * it survives restarts and crash recovery.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include <math.h>
+#include <unistd.h>
+
 #include "access/parallel.h"
 #include "admission.h"
 #include "cache_geometry.h"
+#include "catalog/dependency.h"
+#include "catalog/pg_proc.h"
 #include "commands/extension.h"
 #include "funcapi.h"
-#include "mccdb.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
-#include "plan_choice.h"
+#include "pgstat.h"
+#include "postmaster/interrupt.h"
+#include "state.h"
 #include "storage/condition_variable.h"
+#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
+#include "storage/proc.h"
 #include "storage/shmem.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#define MATRIX_FILE "mccdb_interference.matrix"
+#define MATRIX_MAGIC "mccdb interference matrix 1"
+/* Waiters wake at least this often: reload, max_wait, stalled clients. */
+#define WAKE_MS 500
+
+/* GUCs */
+static int	schedule = MCCDB_SCHEDULE_OFF;
+static int	corun_slots = 0;
+static int	max_wait_ms = 30000;
+static double min_cost = 1000.0;
+static int	client_stall_ms = 1000;
+
+static const struct config_enum_entry schedule_options[] = {
+	{"off", MCCDB_SCHEDULE_OFF, false},
+	{"sls", MCCDB_SCHEDULE_SLS, false},
+	{"mls", MCCDB_SCHEDULE_MLS, false},
+	{"adaptive", MCCDB_SCHEDULE_ADAPTIVE, false},
+	{NULL, 0, false}
+};
+
+typedef enum EntryState
+{
+	ENTRY_FREE,
+	ENTRY_WAITING,
+	ENTRY_RUNNING,				/* admitted, its slots counted */
+	ENTRY_LENT					/* admitted, its slots lent to waiters */
+} EntryState;
+
 typedef struct AdmissionEntry
 {
-	int			pid;			/* 0 = free */
-	bool		running;
+	int			pid;
+	int			procno;			/* its PGPROC, to read its wait event */
+	EntryState	state;
 	int			slots;
 	int			cls;			/* MccdbLocalityClass */
 	double		bytes;
 	int64		seq;			/* arrival order */
 	int64		admit_seq;
 	TimestampTz since;			/* enqueued, then admitted */
+	TimestampTz stalled_since;	/* first seen blocked writing to its client */
 	uint64		queryid;
 } AdmissionEntry;
 
@@ -67,12 +128,14 @@ typedef struct AdmissionShared
 {
 	LWLock	   *lock;
 	ConditionVariable cv;
-	bool		held;			/* mccdb_hold_admission(true): queue, admit nothing */
+	int			held_by;		/* pid of mccdb_hold_admission(true), 0 = not held */
 	int			used_slots;
 	int64		next_seq;
 	int64		next_admit_seq;
 	int64		admitted_total;
 	int64		starved_total;	/* admitted because of mccdb.max_wait */
+	int64		lock_admitted_total;	/* admitted because others wait for its locks */
+	int64		lent_total;		/* slots lent by stalled clients */
 	bool		have_matrix;
 	double		interference[3][3]; /* [target class][co-runner class] slowdown */
 	int			nentries;
@@ -83,8 +146,24 @@ static AdmissionShared *adm = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static bool exit_callback_registered = false;
-static bool holding = false;	/* this backend has an entry */
-static MccdbAdmission last_admission;
+
+/* The statement that owns this backend's entry, if any. */
+static bool holding = false;
+static MccdbStatement *holding_statement = NULL;
+
+const char *
+mccdb_schedule_name(MccdbSchedule policy)
+{
+	return schedule_options[policy].name;
+}
+
+static const char *
+entry_state_name(EntryState state)
+{
+	static const char *const names[] = {"free", "waiting", "running", "lent"};
+
+	return names[state];
+}
 
 static Size
 admission_shmem_size(void)
@@ -102,10 +181,61 @@ admission_shmem_request(void)
 	RequestNamedLWLockTranche("mccdb_admission", 1);
 }
 
+/* The matrix file: a header line, then "target corunner slowdown" lines. */
+static bool
+read_matrix_file(double matrix[3][3])
+{
+	FILE	   *f = AllocateFile(MATRIX_FILE, "r");
+	char		line[128];
+	int			i,
+				j,
+				n = 0;
+	bool		ok = true;
+
+	if (f == NULL)
+	{
+		if (errno != ENOENT)
+			ereport(LOG,
+					(errcode_for_file_access(),
+					 errmsg("mccdb: could not read \"%s\": %m", MATRIX_FILE)));
+		return false;
+	}
+	for (i = 0; i < 3; i++)
+		for (j = 0; j < 3; j++)
+			matrix[i][j] = 1.0;
+	if (fgets(line, sizeof(line), f) == NULL ||
+		strncmp(line, MATRIX_MAGIC, strlen(MATRIX_MAGIC)) != 0)
+		ok = false;
+	while (ok && fgets(line, sizeof(line), f) != NULL)
+	{
+		char		t[16],
+					c[16];
+		double		s;
+
+		if (sscanf(line, "%15s %15s %lf", t, c, &s) != 3 ||
+			(i = mccdb_locality_class_from_name(t)) < 0 ||
+			(j = mccdb_locality_class_from_name(c)) < 0 ||
+			!(s > 0 && s < 1000))
+			ok = false;
+		else
+		{
+			matrix[i][j] = s;
+			n++;
+		}
+	}
+	FreeFile(f);
+	if (!ok || n == 0)
+		ereport(LOG,
+				(errmsg("mccdb: ignoring malformed interference matrix file \"%s\"", MATRIX_FILE),
+				 errhint("Load the matrix again with mccdb_load_interference().")));
+	return ok && n > 0;
+}
+
 static void
 admission_shmem_startup(void)
 {
 	bool		found;
+	double		matrix[3][3];
 
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
@@ -121,11 +251,54 @@ admission_shmem_startup(void)
 		adm->next_admit_seq = 1;
 	}
 	LWLockRelease(AddinShmemInitLock);
+
+	/* After a restart or crash recovery: the matrix the server had. */
+	if (!found && !IsUnderPostmaster && read_matrix_file(matrix))
+	{
+		memcpy(adm->interference, matrix, sizeof(matrix));
+		adm->have_matrix = true;
+	}
 }
 
 void
-mccdb_admission_install(void)
+mccdb_admission_init(void)
 {
+	DefineCustomEnumVariable("mccdb.schedule",
+							 "Which queries are co-scheduled (run at the same time).",
+							 "off: all at once; sls: same locality queue; mls: one of each queue; adaptive: least predicted slowdown.",
+							 &schedule,
+							 MCCDB_SCHEDULE_OFF, schedule_options,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("mccdb.corun_slots",
+							"How many queries run at once when scheduling.",
+							"0 means the number of CPUs sharing the last-level cache. Parallel workers take slots too.",
+							&corun_slots,
+							0, 0, 1024,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("mccdb.max_wait",
+							"A query that waited this long is admitted next, whatever the policy or a hold.",
+							NULL,
+							&max_wait_ms,
+							30000, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomRealVariable("mccdb.min_cost",
+							 "Queries with a lower estimated cost bypass the scheduler.",
+							 NULL,
+							 &min_cost,
+							 1000.0, 0.0, 1e100,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("mccdb.client_stall",
+							"A running query whose backend has waited this long to write to its client lends its slots to waiting queries.",
+							"Between the fetches of a cursor the slots are lent at once.",
+							&client_stall_ms,
+							1000, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = admission_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
@@ -138,8 +311,8 @@ total_slots(void)
 {
 	int			cpus;
 
-	if (mccdb_corun_slots > 0)
-		return mccdb_corun_slots;
+	if (corun_slots > 0)
+		return corun_slots;
 	cpus = mccdb_cache_geometry()->shared_cpus;
 	return Max(cpus, 1);
 }
@@ -159,11 +332,12 @@ remove_entry_locked(void)
 
 	if (e->pid == MyProcPid)
 	{
-		if (e->running)
+		if (e->state == ENTRY_RUNNING)
 			adm->used_slots -= e->slots;
 		memset(e, 0, sizeof(*e));
 	}
 	holding = false;
+	holding_statement = NULL;
 }
 
 static void
@@ -177,15 +351,40 @@ release_entry(void)
 	ConditionVariableBroadcast(&adm->cv);
 }
 
-/* FATAL, client disconnect, pg_terminate_backend: never leave a slot behind. */
+/*
+ * FATAL, client disconnect, pg_terminate_backend: never leave a slot or a
+ * hold behind.
+ */
 static void
 admission_shmem_exit(int code, Datum arg)
 {
-	if (holding && adm != NULL)
+	if (adm == NULL)
+		return;
+	LWLockReleaseAll();
+	release_entry();
+	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
+	if (adm->held_by == MyProcPid)
+		adm->held_by = 0;
+	LWLockRelease(adm->lock);
+	ConditionVariableBroadcast(&adm->cv);
+}
+
+static void
+register_exit_callback(void)
+{
+	if (!exit_callback_registered)
 	{
-		LWLockReleaseAll();
-		release_entry();
+		before_shmem_exit(admission_shmem_exit, (Datum) 0);
+		exit_callback_registered = true;
 	}
+}
+
+/* The statement's memory is going away without ExecutorEnd (error, drop). */
+static void
+statement_gone(void *arg)
+{
+	if (holding && holding_statement == (MccdbStatement *) arg)
+		release_entry();
 }
 
 /* Predicted slowdown (sum of factors - 1) of a candidate joining the running set. */
@@ -199,7 +398,7 @@ predicted_slowdown(int cls)
 	{
 		AdmissionEntry *r = &adm->entries[i];
 
-		if (r->pid == 0 || !r->running)
+		if (r->state != ENTRY_RUNNING)
 			continue;
 		s += adm->interference[r->cls][cls] - 1.0;
 		s += adm->interference[cls][r->cls] - 1.0;
@@ -234,33 +433,33 @@ pick_next(TimestampTz now)
 	AdmissionEntry *best[2] = {NULL, NULL};
 	AdmissionEntry *starving = NULL;
 	AdmissionEntry *choice = NULL;
-	MccdbSchedule policy = (MccdbSchedule) mccdb_schedule;
+	MccdbSchedule policy = (MccdbSchedule) schedule;
 	int			i;
 
-	if (adm->held)
-		return NULL;
 	for (i = 0; i < adm->nentries; i++)
 	{
 		AdmissionEntry *e = &adm->entries[i];
 		int			q;
 
-		if (e->pid == 0)
+		if (e->state == ENTRY_FREE || e->state == ENTRY_LENT)
 			continue;
 		q = MCCDB_QUEUE_OF(e->cls);
-		if (e->running)
+		if (e->state == ENTRY_RUNNING)
 		{
 			running[q]++;
 			continue;
 		}
 		if (better_in_queue(e, best[q]))
 			best[q] = e;
-		if (TimestampDifferenceExceeds(e->since, now, mccdb_max_wait) &&
+		if (TimestampDifferenceExceeds(e->since, now, max_wait_ms) &&
 			(starving == NULL || e->seq < starving->seq))
 			starving = e;
 	}
 
 	if (starving)
 		choice = starving;
+	else if (adm->held_by != 0)
+		return NULL;
 	else if (policy == MCCDB_SCHEDULE_ADAPTIVE && adm->have_matrix)
 	{
 		double		best_cost = 0;
@@ -307,6 +506,69 @@ pick_next(TimestampTz now)
 	return choice;
 }
 
+/*
+ * Running queries whose backends have been blocked writing to their
+ * clients for mccdb.client_stall lend their slots; caller holds the lock.
+ */
+static void
+lend_stalled_slots(TimestampTz now)
+{
+	int			i;
+
+	for (i = 0; i < adm->nentries; i++)
+	{
+		AdmissionEntry *e = &adm->entries[i];
+		uint32		wait_event;
+
+		if (e->state != ENTRY_RUNNING)
+			continue;
+		wait_event = (*(volatile uint32 *) &ProcGlobal->allProcs[e->procno].wait_event_info);
+		if (wait_event != WAIT_EVENT_CLIENT_WRITE)
+			e->stalled_since = 0;
+		else if (e->stalled_since == 0)
+			e->stalled_since = now;
+		else if (TimestampDifferenceExceeds(e->stalled_since, now, client_stall_ms))
+		{
+			e->state = ENTRY_LENT;
+			adm->used_slots -= e->slots;
+			adm->lent_total++;
+		}
+	}
+}
+
+/*
+ * The pid of a backend waiting for a heavyweight lock this backend holds
+ * (as pg_blocking_pids() sees it), or 0.  Only backends that wait on a lock
+ * are asked, so this costs nothing while nobody does.
+ */
+static int
+backend_waiting_for_my_locks(void)
+{
+	uint32		i;
+
+	for (i = 0; i < ProcGlobal->allProcCount; i++)
+	{
+		PGPROC	   *proc = &ProcGlobal->allProcs[i];
+		int			pid = proc->pid;
+		ArrayType  *blockers;
+		int32	   *pids;
+		int			n,
+					k;
+
+		if (pid == 0 || pid == MyProcPid ||
+			((*(volatile uint32 *) &proc->wait_event_info) & 0xFF000000) != PG_WAIT_LOCK)
+			continue;
+		blockers = DatumGetArrayTypeP(DirectFunctionCall1(pg_blocking_pids,
+														  Int32GetDatum(pid)));
+		n = ArrayGetNItems(ARR_NDIM(blockers), ARR_DIMS(blockers));
+		pids = (int32 *) ARR_DATA_PTR(blockers);
+		for (k = 0; k < n; k++)
+			if (pids[k] == MyProcPid)
+				return pid;
+	}
+	return 0;
+}
+
 /* Parallel workers a plan asks for: they take slots too. */
 static int
 planned_workers(Plan *plan)
@@ -328,79 +590,138 @@ planned_workers(Plan *plan)
 	return n + planned_workers(outerPlan(plan)) + planned_workers(innerPlan(plan));
 }
 
-/* Statements of the extension itself (its views) are never gated. */
+/* Does an expression call a function of the mccdb extension? */
+static bool
+calls_own_function(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, FuncExpr))
+	{
+		Oid			funcid = ((FuncExpr *) node)->funcid;
+		char	   *name = get_func_name(funcid);
+		Oid			ext = get_extension_oid("mccdb", true);
+
+		if (name && strncmp(name, "mccdb_", 6) == 0 && OidIsValid(ext) &&
+			getExtensionOfObject(ProcedureRelationId, funcid) == ext)
+			return true;
+	}
+	return expression_tree_walker(node, calls_own_function, context);
+}
+
+static bool
+plan_calls_own_function(Plan *plan)
+{
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return false;
+	if (calls_own_function((Node *) plan->targetlist, NULL) ||
+		calls_own_function((Node *) plan->qual, NULL))
+		return true;
+	if (IsA(plan, FunctionScan) &&
+		calls_own_function((Node *) ((FunctionScan *) plan)->functions, NULL))
+		return true;
+	if (IsA(plan, Append))
+		foreach(lc, ((Append *) plan)->appendplans)
+			if (plan_calls_own_function(lfirst(lc)))
+				return true;
+	if (IsA(plan, SubqueryScan) &&
+		plan_calls_own_function(((SubqueryScan *) plan)->subplan))
+		return true;
+	return plan_calls_own_function(outerPlan(plan)) ||
+		plan_calls_own_function(innerPlan(plan));
+}
+
+/*
+ * Statements that call the extension's own functions (its views, the hold
+ * and the matrix loader) are never gated: an operator must always be able
+ * to look at, and release, a stuck gate.
+ */
 static bool
 is_own_statement(PlannedStmt *stmt)
 {
 	ListCell   *lc;
 
-	foreach(lc, stmt->rtable)
-	{
-		RangeTblEntry *rte = lfirst(lc);
-		ListCell   *lc2;
-
-		if (rte->rtekind != RTE_FUNCTION)
-			continue;
-		foreach(lc2, rte->functions)
-		{
-			RangeTblFunction *f = lfirst(lc2);
-
-			if (IsA(f->funcexpr, FuncExpr))
-			{
-				char	   *name = get_func_name(((FuncExpr *) f->funcexpr)->funcid);
-
-				if (name && strncmp(name, "mccdb_", 6) == 0)
-					return true;
-			}
-		}
-	}
+	if (plan_calls_own_function(stmt->planTree))
+		return true;
+	foreach(lc, stmt->subplans)
+		if (plan_calls_own_function(lfirst(lc)))
+			return true;
 	return false;
 }
 
 static bool
-gate_applies(QueryDesc *queryDesc)
+gate_applies(MccdbStatement *st)
 {
+	QueryDesc  *queryDesc = st->queryDesc;
 	PlannedStmt *stmt = queryDesc->plannedstmt;
 
-	return mccdb_schedule != MCCDB_SCHEDULE_OFF &&
+	return schedule != MCCDB_SCHEDULE_OFF &&
 		adm != NULL &&
 		!holding &&
-		mccdb_exec_nested_level == 0 &&
-		!IsParallelWorker() &&
+		st->top &&
+		mccdb_nesting_level() == 0 &&
 		!creating_extension &&
 		queryDesc->operation == CMD_SELECT &&
-		mccdb_real_cost(stmt->planTree) >= mccdb_min_cost &&
+		mccdb_real_cost(stmt->planTree) >= min_cost &&
 		!is_own_statement(stmt);
 }
 
-/* Enqueue, and sleep until pick_next() names this backend. */
+/* Take the slots of this backend's entry as admitted; caller holds the lock. */
 static void
-wait_for_admission(QueryDesc *queryDesc)
+admit_locked(MccdbStatement *st, AdmissionEntry *e, TimestampTz enqueued,
+			 TimestampTz now)
 {
-	MccdbLocality loc;
+	e->state = ENTRY_RUNNING;
+	e->since = now;
+	e->admit_seq = adm->next_admit_seq++;
+	e->slots = Min(e->slots, total_slots());
+	adm->used_slots += e->slots;
+	adm->admitted_total++;
+	if (TimestampDifferenceExceeds(enqueued, now, max_wait_ms))
+		adm->starved_total++;
+	st->admission.gated = true;
+	st->admission.admit_seq = e->admit_seq;
+	st->admission.admitted = now;
+	st->admission.waited_ms = (double) (now - enqueued) / 1000.0;
+}
+
+/*
+ * Enqueue, and sleep until pick_next() names this backend.  Returns false
+ * when the gate no longer applies (mccdb.schedule was set to off while it
+ * waited): the statement then runs ungated.
+ */
+static bool
+wait_for_admission(MccdbStatement *st)
+{
+	MccdbLocality *loc = mccdb_statement_locality(st);
 	AdmissionEntry *e;
-	int			workers = planned_workers(queryDesc->plannedstmt->planTree);
+	MemoryContextCallback *cb;
+	int			workers = planned_workers(st->queryDesc->plannedstmt->planTree);
 	TimestampTz enqueued = GetCurrentTimestamp();
+	bool		admitted = false;
 
-	mccdb_estimate_locality(queryDesc->plannedstmt, &loc);
-
-	if (!exit_callback_registered)
-	{
-		before_shmem_exit(admission_shmem_exit, (Datum) 0);
-		exit_callback_registered = true;
-	}
+	register_exit_callback();
+	cb = MemoryContextAlloc(st->cxt, sizeof(MemoryContextCallback));
+	cb->func = statement_gone;
+	cb->arg = st;
+	MemoryContextRegisterResetCallback(st->cxt, cb);
 
 	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
 	e = my_entry();
 	memset(e, 0, sizeof(*e));
 	e->pid = MyProcPid;
-	e->cls = loc.cls;
-	e->bytes = loc.bytes;
+	e->procno = MyProc->pgprocno;
+	e->state = ENTRY_WAITING;
+	e->cls = loc->cls;
+	e->bytes = loc->bytes;
 	e->slots = 1 + workers;
 	e->seq = adm->next_seq++;
 	e->since = enqueued;
-	e->queryid = queryDesc->plannedstmt->queryId;
+	e->queryid = st->queryDesc->plannedstmt->queryId;
 	holding = true;
+	holding_statement = st;
 	LWLockRelease(adm->lock);
 
 	PG_TRY();
@@ -408,31 +729,41 @@ wait_for_admission(QueryDesc *queryDesc)
 		ConditionVariablePrepareToSleep(&adm->cv);
 		for (;;)
 		{
-			TimestampTz now = GetCurrentTimestamp();
-			bool		admitted = false;
+			TimestampTz now;
+			int			blocked = 0;
+
+			/* A busy backend never reloads: do it here, for the gate's GUCs. */
+			if (ConfigReloadPending)
+			{
+				ConfigReloadPending = false;
+				ProcessConfigFile(PGC_SIGHUP);
+			}
+			if (schedule == MCCDB_SCHEDULE_OFF)
+				break;
+			now = GetCurrentTimestamp();
+			if (TimestampDifferenceExceeds(enqueued, now, DeadlockTimeout))
+				blocked = backend_waiting_for_my_locks();
 
 			LWLockAcquire(adm->lock, LW_EXCLUSIVE);
-			if (pick_next(now) == e)
+			lend_stalled_slots(now);
+			if (blocked != 0 || pick_next(now) == e)
 			{
-				e->running = true;
-				e->since = now;
-				e->admit_seq = adm->next_admit_seq++;
-				adm->used_slots += Min(e->slots, total_slots());
-				e->slots = Min(e->slots, total_slots());
-				adm->admitted_total++;
-				if (TimestampDifferenceExceeds(enqueued, now, mccdb_max_wait))
-					adm->starved_total++;
-				last_admission.admit_seq = e->admit_seq;
-				last_admission.admitted = now;
-				last_admission.waited_ms =
-					(double) (now - enqueued) / 1000.0;
+				admit_locked(st, e, enqueued, now);
+				if (blocked != 0)
+					adm->lock_admitted_total++;
 				admitted = true;
 			}
 			LWLockRelease(adm->lock);
 			if (admitted)
+			{
+				if (blocked != 0)
+					ereport(LOG,
+							(errmsg("mccdb: admitted process %d ahead of mccdb.schedule: process %d waits for a lock it holds",
+									MyProcPid, blocked),
+							 errdetail("A query waiting in the gate while holding locks others wait for could wait for them forever.")));
 				break;
-			/* wake up at least once a second to honour mccdb.max_wait */
-			ConditionVariableTimedSleep(&adm->cv, 1000, PG_WAIT_EXTENSION);
+			}
+			ConditionVariableTimedSleep(&adm->cv, WAKE_MS, PG_WAIT_EXTENSION);
 		}
 		ConditionVariableCancelSleep();
 	}
@@ -445,35 +776,95 @@ wait_for_admission(QueryDesc *queryDesc)
 	}
 	PG_END_TRY();
 
+	if (!admitted)
+		release_entry();
 	/* Another waiter may fit in the slots that are still free. */
+	ConditionVariableBroadcast(&adm->cv);
+	return admitted;
+}
+
+/* An admitted statement runs again (the next FETCH): take its slots back. */
+static void
+retake_slots(MccdbStatement *st)
+{
+	AdmissionEntry *e;
+
+	st->admission.released = 0;
+
+	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
+	e = my_entry();
+	if (e->pid == MyProcPid && e->state == ENTRY_LENT)
+	{
+		e->state = ENTRY_RUNNING;
+		e->stalled_since = 0;
+		adm->used_slots += e->slots;
+	}
+	LWLockRelease(adm->lock);
+}
+
+/*
+ * The run returned (a cursor waits for its next FETCH, or the statement is
+ * about to end): lend the slots.
+ */
+static void
+lend_slots(MccdbStatement *st)
+{
+	AdmissionEntry *e;
+
+	st->admission.released = GetCurrentTimestamp();
+
+	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
+	e = my_entry();
+	if (e->pid == MyProcPid && e->state == ENTRY_RUNNING)
+	{
+		e->state = ENTRY_LENT;
+		adm->used_slots -= e->slots;
+	}
+	LWLockRelease(adm->lock);
 	ConditionVariableBroadcast(&adm->cv);
 }
 
 void
-mccdb_admission_run(QueryDesc *queryDesc, ScanDirection direction,
+mccdb_admission_run(MccdbStatement *st, ScanDirection direction,
 					uint64 count, bool execute_once,
 					void (*run) (QueryDesc *, ScanDirection, uint64, bool))
 {
-	if (mccdb_exec_nested_level == 0)
-		memset(&last_admission, 0, sizeof(last_admission));
-	if (!gate_applies(queryDesc))
+	bool		gated;
+
+	if (holding && holding_statement == st)
+		retake_slots(st);
+	else if (!gate_applies(st) || !wait_for_admission(st))
 	{
-		run(queryDesc, direction, count, execute_once);
+		run(st->queryDesc, direction, count, execute_once);
 		return;
 	}
 
-	wait_for_admission(queryDesc);
-	last_admission.gated = true;
+	gated = true;
 	PG_TRY();
 	{
-		run(queryDesc, direction, count, execute_once);
+		run(st->queryDesc, direction, count, execute_once);
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
-		last_admission.released = GetCurrentTimestamp();
+		st->admission.released = GetCurrentTimestamp();
 		release_entry();
+		gated = false;
+		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	if (gated)
+		lend_slots(st);
+}
+
+void
+mccdb_admission_statement_end(MccdbStatement *st)
+{
+	if (holding && holding_statement == st)
+	{
+		if (st->admission.released == 0)
+			st->admission.released = GetCurrentTimestamp();
+		release_entry();
+	}
 }
 
 void
@@ -489,7 +880,7 @@ mccdb_admission_queue_counts(int *strong_moderate, int *weak)
 	{
 		AdmissionEntry *e = &adm->entries[i];
 
-		if (e->pid == 0)
+		if (e->state == ENTRY_FREE)
 			continue;
 		if (MCCDB_QUEUE_OF(e->cls) == 0)
 			(*strong_moderate)++;
@@ -497,12 +888,6 @@ mccdb_admission_queue_counts(int *strong_moderate, int *weak)
 			(*weak)++;
 	}
 	LWLockRelease(adm->lock);
-}
-
-const MccdbAdmission *
-mccdb_admission_last(void)
-{
-	return &last_admission;
 }
 
 static void
@@ -520,8 +905,9 @@ PG_FUNCTION_INFO_V1(mccdb_scheduler);
 PG_FUNCTION_INFO_V1(mccdb_hold_admission);
 PG_FUNCTION_INFO_V1(mccdb_set_interference);
 PG_FUNCTION_INFO_V1(mccdb_clear_interference);
+PG_FUNCTION_INFO_V1(mccdb_replace_interference);
 
-/* The running and waiting queries, oldest first. */
+/* The running, lending and waiting queries, oldest first. */
 Datum
 mccdb_queue(PG_FUNCTION_ARGS)
 {
@@ -536,7 +922,7 @@ mccdb_queue(PG_FUNCTION_ARGS)
 	copy = palloc(sizeof(AdmissionEntry) * adm->nentries);
 	LWLockAcquire(adm->lock, LW_SHARED);
 	for (i = 0; i < adm->nentries; i++)
-		if (adm->entries[i].pid != 0)
+		if (adm->entries[i].state != ENTRY_FREE)
 			copy[n++] = adm->entries[i];
 	LWLockRelease(adm->lock);
 
@@ -547,7 +933,7 @@ mccdb_queue(PG_FUNCTION_ARGS)
 		bool		nulls[9] = {0};
 
 		values[0] = Int32GetDatum(e->pid);
-		values[1] = CStringGetTextDatum(e->running ? "running" : "waiting");
+		values[1] = CStringGetTextDatum(entry_state_name(e->state));
 		values[2] = CStringGetTextDatum(MCCDB_QUEUE_OF(e->cls) == 0 ? "strong/moderate" : "weak");
 		values[3] = CStringGetTextDatum(mccdb_locality_class_name(e->cls));
 		values[4] = Int64GetDatum((int64) e->bytes);
@@ -560,26 +946,29 @@ mccdb_queue(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* One row: policy, slots, use, counters. */
+/* One row: policy, slots, use, hold, counters. */
 Datum
 mccdb_scheduler(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[7];
-	bool		nulls[7] = {0};
-	static const char *const names[] = {"off", "sls", "mls", "adaptive"};
+	Datum		values[10];
+	bool		nulls[10] = {0};
 
 	require_shmem();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	LWLockAcquire(adm->lock, LW_SHARED);
-	values[0] = CStringGetTextDatum(names[mccdb_schedule]);
+	values[0] = CStringGetTextDatum(mccdb_schedule_name(schedule));
 	values[1] = Int32GetDatum(total_slots());
 	values[2] = Int32GetDatum(adm->used_slots);
-	values[3] = BoolGetDatum(adm->held);
+	values[3] = BoolGetDatum(adm->held_by != 0);
 	values[4] = Int64GetDatum(adm->admitted_total);
 	values[5] = Int64GetDatum(adm->starved_total);
 	values[6] = BoolGetDatum(adm->have_matrix);
+	values[7] = Int32GetDatum(adm->held_by);
+	nulls[7] = adm->held_by == 0;
+	values[8] = Int64GetDatum(adm->lock_admitted_total);
+	values[9] = Int64GetDatum(adm->lent_total);
 	LWLockRelease(adm->lock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
@@ -587,6 +976,7 @@ mccdb_scheduler(PG_FUNCTION_ARGS)
 /*
  * Hold admission (queue everything, run nothing new) or release it: how a
  * static batch, as in the paper's experiments, is submitted "together".
+ * The hold ends with the session that took it; mccdb.max_wait still admits.
  */
 Datum
 mccdb_hold_admission(PG_FUNCTION_ARGS)
@@ -594,56 +984,178 @@ mccdb_hold_admission(PG_FUNCTION_ARGS)
 	bool		hold = PG_GETARG_BOOL(0);
 
 	require_shmem();
+	register_exit_callback();
 	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
-	adm->held = hold;
+	adm->held_by = hold ? MyProcPid : 0;
 	LWLockRelease(adm->lock);
 	ConditionVariableBroadcast(&adm->cv);
 	PG_RETURN_VOID();
 }
 
 static int
-class_from_name(const char *name)
+class_from_text(text *t)
 {
-	if (strcmp(name, "strong") == 0)
-		return MCCDB_STRONG;
-	if (strcmp(name, "moderate") == 0)
-		return MCCDB_MODERATE;
-	if (strcmp(name, "weak") == 0)
-		return MCCDB_WEAK;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown locality class \"%s\"", name),
-			 errhint("Use strong, moderate or weak.")));
-	return MCCDB_WEAK;			/* keep compiler quiet */
+	char	   *name = text_to_cstring(t);
+	int			cls = mccdb_locality_class_from_name(name);
+
+	if (cls < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown locality class \"%s\"", name),
+				 errhint("Use strong, moderate or weak.")));
+	return cls;
+}
+
+static void
+check_slowdown(double slowdown)
+{
+	if (!(slowdown > 0 && slowdown < 1000))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("slowdown must be a ratio between 0 and 1000, not %g", slowdown),
+				 errhint("A slowdown is co-run time / alone time, e.g. 1.25.")));
+}
+
+/*
+ * Make a matrix the server's: write the file (durably: it is read back when
+ * shared memory is created), then swap it in.  NULL clears it.
+ */
+static void
+install_matrix(double matrix[3][3])
+{
+	if (matrix == NULL)
+	{
+		if (unlink(MATRIX_FILE) != 0 && errno != ENOENT)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not remove \"%s\": %m", MATRIX_FILE)));
+	}
+	else
+	{
+		StringInfoData buf;
+		char		tmp[MAXPGPATH];
+		int			fd,
+					i,
+					j;
+
+		initStringInfo(&buf);
+		appendStringInfo(&buf, "%s\n", MATRIX_MAGIC);
+		for (i = 0; i < 3; i++)
+			for (j = 0; j < 3; j++)
+				appendStringInfo(&buf, "%s %s %.17g\n",
+								 mccdb_locality_class_name(i),
+								 mccdb_locality_class_name(j), matrix[i][j]);
+		snprintf(tmp, sizeof(tmp), "%s.%d.tmp", MATRIX_FILE, MyProcPid);
+		fd = OpenTransientFile(tmp, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+		if (fd < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not create \"%s\": %m", tmp)));
+		if (write(fd, buf.data, buf.len) != buf.len || pg_fsync(fd) != 0)
+		{
+			int			save_errno = errno ? errno : ENOSPC;
+
+			CloseTransientFile(fd);
+			unlink(tmp);
+			errno = save_errno;
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not write \"%s\": %m", tmp)));
+		}
+		if (CloseTransientFile(fd) != 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not close \"%s\": %m", tmp)));
+		(void) durable_rename(tmp, MATRIX_FILE, ERROR);
+	}
+
+	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
+	if (matrix != NULL)
+		memcpy(adm->interference, matrix, sizeof(adm->interference));
+	adm->have_matrix = matrix != NULL;
+	LWLockRelease(adm->lock);
+	ConditionVariableBroadcast(&adm->cv);
+}
+
+static void
+current_matrix(double matrix[3][3])
+{
+	int			i,
+				j;
+
+	LWLockAcquire(adm->lock, LW_SHARED);
+	for (i = 0; i < 3; i++)
+		for (j = 0; j < 3; j++)
+			matrix[i][j] = adm->have_matrix ? adm->interference[i][j] : 1.0;
+	LWLockRelease(adm->lock);
 }
 
 /* Set one cell of the interference matrix the adaptive policy uses. */
 Datum
 mccdb_set_interference(PG_FUNCTION_ARGS)
 {
-	int			target = class_from_name(text_to_cstring(PG_GETARG_TEXT_PP(0)));
-	int			corunner = class_from_name(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	int			target = class_from_text(PG_GETARG_TEXT_PP(0));
+	int			corunner = class_from_text(PG_GETARG_TEXT_PP(1));
 	double		slowdown = PG_GETARG_FLOAT8(2);
-	int			i,
-				j;
+	double		matrix[3][3];
 
 	require_shmem();
-	if (!(slowdown > 0 && slowdown < 1000))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("slowdown must be a ratio between 0 and 1000, not %g", slowdown),
-				 errhint("A slowdown is co-run time / alone time, e.g. 1.25.")));
-	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
-	if (!adm->have_matrix)
-	{
-		for (i = 0; i < 3; i++)
-			for (j = 0; j < 3; j++)
-				adm->interference[i][j] = 1.0;
-		adm->have_matrix = true;
-	}
-	adm->interference[target][corunner] = slowdown;
-	LWLockRelease(adm->lock);
+	check_slowdown(slowdown);
+	current_matrix(matrix);
+	matrix[target][corunner] = slowdown;
+	install_matrix(matrix);
 	PG_RETURN_VOID();
+}
+
+/*
+ * Replace the whole matrix, all or nothing: every cell is checked before
+ * anything changes.  Cells not given are 1.0 (no interference).
+ */
+Datum
+mccdb_replace_interference(PG_FUNCTION_ARGS)
+{
+	ArrayType  *targets = PG_GETARG_ARRAYTYPE_P(0);
+	ArrayType  *corunners = PG_GETARG_ARRAYTYPE_P(1);
+	ArrayType  *slowdowns = PG_GETARG_ARRAYTYPE_P(2);
+	Datum	   *t,
+			   *c,
+			   *s;
+	bool	   *tn,
+			   *cn,
+			   *sn;
+	int			nt,
+				nc,
+				ns,
+				i,
+				j;
+	double		matrix[3][3];
+
+	require_shmem();
+	deconstruct_array(targets, TEXTOID, -1, false, TYPALIGN_INT, &t, &tn, &nt);
+	deconstruct_array(corunners, TEXTOID, -1, false, TYPALIGN_INT, &c, &cn, &nc);
+	deconstruct_array(slowdowns, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &s, &sn, &ns);
+	if (nt != nc || nt != ns)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("target, corunner and slowdown arrays must have the same length")));
+	for (i = 0; i < 3; i++)
+		for (j = 0; j < 3; j++)
+			matrix[i][j] = 1.0;
+	for (i = 0; i < nt; i++)
+	{
+		if (tn[i] || cn[i] || sn[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("interference matrix cells must not be null")));
+		check_slowdown(DatumGetFloat8(s[i]));
+		matrix[class_from_text(DatumGetTextPP(t[i]))][class_from_text(DatumGetTextPP(c[i]))] =
+			DatumGetFloat8(s[i]);
+	}
+	if (nt == 0)
+		install_matrix(NULL);
+	else
+		install_matrix(matrix);
+	PG_RETURN_INT32(nt);
 }
 
 /* Forget the matrix: adaptive behaves as MLS until one is loaded. */
@@ -651,8 +1163,6 @@ Datum
 mccdb_clear_interference(PG_FUNCTION_ARGS)
 {
 	require_shmem();
-	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
-	adm->have_matrix = false;
-	LWLockRelease(adm->lock);
+	install_matrix(NULL);
 	PG_RETURN_VOID();
 }

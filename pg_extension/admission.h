@@ -10,6 +10,7 @@
 
 #include "executor/execdesc.h"
 #include "locality.h"
+#include "state.h"
 
 typedef enum MccdbSchedule
 {
@@ -22,30 +23,22 @@ typedef enum MccdbSchedule
 /* The paper's two queues: strong/moderate locality, and weak. */
 #define MCCDB_QUEUE_OF(cls) ((cls) == MCCDB_WEAK ? 1 : 0)
 
-/* What admission decided for the query now running in this backend. */
-typedef struct MccdbAdmission
-{
-	bool		gated;			/* went through the gate (else bypassed) */
-	int64		admit_seq;		/* order of admission, from 1 */
-	TimestampTz admitted;
-	TimestampTz released;		/* when the run ended and the slots were freed */
-	double		waited_ms;
-} MccdbAdmission;
-
-extern void mccdb_admission_install(void);
+/* GUCs (mccdb.schedule, corun_slots, max_wait, min_cost, client_stall), shared memory. */
+extern void mccdb_admission_init(void);
+extern const char *mccdb_schedule_name(MccdbSchedule policy);
 
 /*
- * Wait until the scheduler admits this query, then run it; the slot is
- * given back when the run ends, by error or otherwise.
+ * Run a statement through the gate: wait until the scheduler admits it (at
+ * its first run only), run it, lend its slots until it runs again.
  */
-extern void mccdb_admission_run(QueryDesc *queryDesc, ScanDirection direction,
+extern void mccdb_admission_run(MccdbStatement *st, ScanDirection direction,
 								uint64 count, bool execute_once,
 								void (*run) (QueryDesc *, ScanDirection, uint64, bool));
 
+/* The statement ends (ExecutorEnd): give its slots back. */
+extern void mccdb_admission_statement_end(MccdbStatement *st);
+
 /* Live counts of waiting + running queries per queue, for MLS plan choice. */
 extern void mccdb_admission_queue_counts(int *strong_moderate, int *weak);
-
-/* The last admission of this backend, for mccdb_recent_queries. */
-extern const MccdbAdmission *mccdb_admission_last(void);
 
 #endif							/* MCCDB_ADMISSION_H */

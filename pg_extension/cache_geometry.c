@@ -14,11 +14,15 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
 #include <unistd.h>
 
 #include "cache_geometry.h"
-#include "mccdb.h"
 #include "pagecolor.h"
+#include "utils/guc.h"
+
+/* GUC: C, in kB; 0 means the size found in sysfs. */
+static int	llc_size_kb = 0;
 
 #define SYSFS_CACHE_DIR "/sys/devices/system/cpu/cpu0/cache"
 
@@ -54,8 +58,8 @@ count_cpu_list(const char *s)
 	return n;
 }
 
-void
-mccdb_cache_geometry_load(void)
+static void
+load_geometry(void)
 {
 	struct pagecolor_geometry g;
 	long		v = -1;
@@ -92,6 +96,20 @@ mccdb_cache_geometry_load(void)
 			 errhint("Set mccdb.llc_size to the size of the last-level cache.")));
 }
 
+/* The GUC, and the geometry read once in the postmaster (backends inherit it). */
+void
+mccdb_cache_geometry_init(void)
+{
+	DefineCustomIntVariable("mccdb.llc_size",
+							"Size of the last-level cache (C) the locality classes are measured against.",
+							"0 means the size of the largest cache level of cpu0 in sysfs.",
+							&llc_size_kb,
+							0, 0, INT_MAX / 2,
+							PGC_SUSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+	load_geometry();
+}
+
 const MccdbCacheGeometry *
 mccdb_cache_geometry(void)
 {
@@ -101,7 +119,7 @@ mccdb_cache_geometry(void)
 Size
 mccdb_llc_bytes(void)
 {
-	if (mccdb_llc_size_kb > 0)
-		return (Size) mccdb_llc_size_kb * 1024;
+	if (llc_size_kb > 0)
+		return (Size) llc_size_kb * 1024;
 	return geometry.size;
 }

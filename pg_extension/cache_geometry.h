@@ -20,7 +20,7 @@ typedef struct MccdbCacheGeometry
 } MccdbCacheGeometry;
 
 /* Read the largest cache level of cpu0 from sysfs (once, in the postmaster). */
-extern void mccdb_cache_geometry_load(void);
+extern void mccdb_cache_geometry_init(void);
 
 /* The detected geometry; size is what sysfs said, before any GUC override. */
 extern const MccdbCacheGeometry *mccdb_cache_geometry(void);

@@ -24,8 +24,12 @@
 
 #include "counters.h"
 #include "funcapi.h"
-#include "mccdb.h"
+#include "state.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
+
+/* GUC */
+static bool count_queries = false;
 
 /* libpfm4 names; the generic perf:: events exist on every CPU libpfm4 knows */
 static const char *const event_names[MCCDB_NCOUNTERS] = {
@@ -102,8 +106,8 @@ note_unavailable(const char *why)
 	}
 }
 
-void
-mccdb_counters_start(void)
+static void
+counters_start(void)
 {
 	int			i;
 
@@ -137,8 +141,8 @@ mccdb_counters_start(void)
 	}
 }
 
-bool
-mccdb_counters_stop(int64 values[MCCDB_NCOUNTERS])
+static bool
+counters_stop(int64 values[MCCDB_NCOUNTERS])
 {
 	int			i;
 	bool		ok = true;
@@ -158,6 +162,37 @@ mccdb_counters_stop(int64 values[MCCDB_NCOUNTERS])
 	return ok;
 }
 
+void
+mccdb_counters_init(void)
+{
+	DefineCustomBoolVariable("mccdb.counters",
+							 "Counts LLC misses, instructions and cycles per query (perf_event, libpfm4).",
+							 "Where the PMU is not available the counters are NULL and the reason is logged once.",
+							 &count_queries,
+							 false,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+}
+
+/* A top-level statement starts: count it, if mccdb.counters is on. */
+void
+mccdb_counters_statement_start(MccdbStatement *st)
+{
+	if (!count_queries)
+		return;
+	counters_start();
+	st->counting = true;
+}
+
+/* Its executor ends: stop and keep the values for mccdb_recent_queries. */
+void
+mccdb_counters_statement_stop(MccdbStatement *st)
+{
+	if (st->counting)
+		st->have_counters = counters_stop(st->counters);
+	st->counting = false;
+}
+
 PG_FUNCTION_INFO_V1(mccdb_counters_status);
 PG_FUNCTION_INFO_V1(mccdb_counter_encoding);
 
@@ -171,8 +206,8 @@ mccdb_counters_status(PG_FUNCTION_ARGS)
 	if (unavailable[0] == '\0')
 	{
 		/* try once now, so the answer does not depend on history */
-		mccdb_counters_start();
-		(void) mccdb_counters_stop(values);
+		counters_start();
+		(void) counters_stop(values);
 	}
 	if (unavailable[0] != '\0')
 		PG_RETURN_TEXT_P(cstring_to_text(psprintf("unavailable: %s", unavailable)));

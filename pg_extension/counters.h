@@ -8,17 +8,20 @@
 #ifndef MCCDB_COUNTERS_H
 #define MCCDB_COUNTERS_H
 
-/* LLC misses, instructions, cycles, in that order */
-#define MCCDB_NCOUNTERS 3
+#include "state.h"
 
 struct perf_event_attr;
 
+/* The GUC mccdb.counters. */
+extern void mccdb_counters_init(void);
+
 extern const char *mccdb_counter_encode(const char *name, struct perf_event_attr *attr);
 
-/* Open and start the counters for this backend; silently nothing if unavailable. */
-extern void mccdb_counters_start(void);
-
-/* Stop and read; false when nothing was counted. */
-extern bool mccdb_counters_stop(int64 values[MCCDB_NCOUNTERS]);
+/*
+ * Start counting a statement (silently nothing where counters are
+ * unavailable); stop and keep the values in the statement's state.
+ */
+extern void mccdb_counters_statement_start(MccdbStatement *st);
+extern void mccdb_counters_statement_stop(MccdbStatement *st);
 
 #endif							/* MCCDB_COUNTERS_H */

@@ -19,17 +19,21 @@
 #include "commands/explain.h"
 #include "executor/instrument.h"
 #include "locality.h"
-#include "mccdb.h"
+#include "mccdb_explain.h"
 #include "optimizer/optimizer.h"
 #include "plan_choice.h"
+#include "state.h"
 #include "tcop/tcopprot.h"
+#include "utils/guc.h"
+
+/* GUC */
+static bool explain_locality = true;
 
 static ExplainOneQuery_hook_type prev_ExplainOneQuery = NULL;
 
 /* The EXPLAIN in progress, if any; reset on error by PG_FINALLY. */
 static ExplainState *current_es = NULL;
 static PlannedStmt *current_plan = NULL;
-static bool planning_for_explain = false;
 
 /* The standard planning step of ExplainOneQuery() (static in explain.c). */
 static void
@@ -47,14 +51,14 @@ explain_one_query(Query *query, int cursorOptions, IntoClause *into,
 		bufusage_start = pgBufferUsage;
 	INSTR_TIME_SET_CURRENT(planstart);
 
-	planning_for_explain = true;
+	mccdb_set_planning_for_explain(true);
 	PG_TRY();
 	{
 		plan = pg_plan_query(query, queryString, cursorOptions, params);
 	}
 	PG_FINALLY();
 	{
-		planning_for_explain = false;
+		mccdb_set_planning_for_explain(false);
 	}
 	PG_END_TRY();
 
@@ -79,7 +83,7 @@ mccdb_ExplainOneQuery(Query *query, int cursorOptions, IntoClause *into,
 	ExplainState *saved_es = current_es;
 	PlannedStmt *saved_plan = current_plan;
 
-	current_es = mccdb_explain ? es : NULL;
+	current_es = explain_locality ? es : NULL;
 	current_plan = NULL;
 	PG_TRY();
 	{
@@ -99,8 +103,15 @@ mccdb_ExplainOneQuery(Query *query, int cursorOptions, IntoClause *into,
 }
 
 void
-mccdb_explain_install(void)
+mccdb_explain_init(void)
 {
+	DefineCustomBoolVariable("mccdb.explain",
+							 "Shows the locality estimate in EXPLAIN output.",
+							 NULL,
+							 &explain_locality,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 	prev_ExplainOneQuery = ExplainOneQuery_hook;
 	ExplainOneQuery_hook = mccdb_ExplainOneQuery;
 }
@@ -112,12 +123,6 @@ table_label(const MccdbTable *t)
 	if (t->relation)
 		return psprintf("%s on %s", mccdb_table_kind_name(t->kind, true), t->relation);
 	return psprintf("%s (node %d)", mccdb_table_kind_name(t->kind, true), t->plan_node_id);
-}
-
-static const char *
-policy_name(MccdbPlanPolicy policy)
-{
-	return policy == MCCDB_PLAN_SLS ? "sls" : policy == MCCDB_PLAN_MLS ? "mls" : "off";
 }
 
 /* "chosen", "kept", or "rejected: 45% dearer than the cheapest" */
@@ -144,7 +149,7 @@ explain_choice_text(const MccdbPlanChoice *pc, ExplainState *es)
 
 	ExplainPropertyText("MCC-DB Plan Choice",
 						psprintf("%s by %s (%s)", pc->candidates[pc->chosen].name,
-								 policy_name(pc->policy), pc->reason), es);
+								 mccdb_plan_policy_name(pc->policy), pc->reason), es);
 	for (i = 0; i < pc->ncandidates; i++)
 	{
 		const MccdbCandidate *c = &pc->candidates[i];
@@ -163,7 +168,7 @@ explain_choice_structured(const MccdbPlanChoice *pc, ExplainState *es)
 	int			i;
 
 	ExplainOpenGroup("Plan Choice", "Plan Choice", true, es);
-	ExplainPropertyText("Policy", policy_name(pc->policy), es);
+	ExplainPropertyText("Policy", mccdb_plan_policy_name(pc->policy), es);
 	ExplainPropertyText("Chosen", pc->candidates[pc->chosen].name, es);
 	ExplainPropertyText("Reason", pc->reason, es);
 	ExplainOpenGroup("Candidates", "Candidates", false, es);
@@ -250,19 +255,19 @@ explain_structured(const MccdbLocality *loc, const MccdbPlanChoice *pc,
 }
 
 /*
- * Called from the ExecutorEnd hook with the plan's locality (and actual
- * sizes when it ran): print it if this is the plan EXPLAIN is showing.
+ * Called from the ExecutorEnd hook with the statement's locality (and the
+ * actual sizes when it ran): print it if this is the plan EXPLAIN shows.
  */
 void
-mccdb_explain_executor_end(QueryDesc *queryDesc, MccdbLocality *loc)
+mccdb_explain_statement_end(MccdbStatement *st)
 {
 	ExplainState *es = current_es;
-	const MccdbPlanChoice *pc;
+	const MccdbPlanChoice *pc = st->plan_choice;
+	MccdbLocality *loc = &st->locality;
 
-	if (es == NULL || queryDesc->plannedstmt != current_plan)
+	if (es == NULL || st->queryDesc->plannedstmt != current_plan)
 		return;
 	current_es = NULL;			/* once per EXPLAIN */
-	pc = mccdb_last_plan_choice(queryDesc->plannedstmt);
 	if (es->format == EXPLAIN_FORMAT_TEXT)
 	{
 		explain_text(loc, es);
@@ -273,19 +278,9 @@ mccdb_explain_executor_end(QueryDesc *queryDesc, MccdbLocality *loc)
 		explain_structured(loc, pc, es);
 }
 
-/* Does the ExecutorEnd hook need to compute a locality for this query? */
+/* Is this the plan an EXPLAIN in progress shows? */
 bool
 mccdb_explain_wants(QueryDesc *queryDesc)
 {
 	return current_es != NULL && queryDesc->plannedstmt == current_plan;
-}
-
-/*
- * Is the planner running for EXPLAIN?  EXPLAIN shows the plan a client's
- * statement would get, even when EXPLAIN itself runs inside a function.
- */
-bool
-mccdb_planning_for_explain(void)
-{
-	return planning_for_explain;
 }

@@ -35,10 +35,15 @@
 #include "executor/nodeAgg.h"
 #include "executor/nodeHash.h"
 #include "locality.h"
-#include "mccdb.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
 #include "parser/parsetree.h"
+#include "utils/guc.h"
+
+/* GUCs: the class limits, as fractions of C (the paper: 1/3 and 3). */
+static double strong_limit = 1.0 / 3.0;
+static double weak_limit = 3.0;
 
 /* What a join on the outer spine of the join tree contributes. */
 typedef enum JoinRole
@@ -79,6 +84,46 @@ mccdb_locality_class_name(MccdbLocalityClass cls)
 	return "weak";
 }
 
+/* A plan's cost without the disable_cost that enable_* = off adds per node. */
+Cost
+mccdb_real_cost(Plan *plan)
+{
+	Cost		c = plan->total_cost;
+
+	return c - floor(c / disable_cost) * disable_cost;
+}
+
+/* The class a name (as mccdb_locality_class_name gives it) names, or -1. */
+int
+mccdb_locality_class_from_name(const char *name)
+{
+	int			cls;
+
+	for (cls = MCCDB_STRONG; cls <= MCCDB_WEAK; cls++)
+		if (strcmp(name, mccdb_locality_class_name(cls)) == 0)
+			return cls;
+	return -1;
+}
+
+void
+mccdb_locality_init(void)
+{
+	DefineCustomRealVariable("mccdb.strong_limit",
+							 "Hash tables smaller than this fraction of the LLC have strong locality.",
+							 "The MCC-DB paper uses 1/3.",
+							 &strong_limit,
+							 1.0 / 3.0, 0.001, 1000.0,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomRealVariable("mccdb.weak_limit",
+							 "Hash tables at least this multiple of the LLC have weak locality.",
+							 "The MCC-DB paper uses 3. Between the two limits locality is moderate.",
+							 &weak_limit,
+							 3.0, 0.001, 1000.0,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+}
+
 /* "hash join", or "Hash Join" for EXPLAIN, whose values are capitalised. */
 const char *
 mccdb_table_kind_name(MccdbTableKind kind, bool capitalised)
@@ -98,9 +143,9 @@ mccdb_table_kind_name(MccdbTableKind kind, bool capitalised)
 MccdbLocalityClass
 mccdb_classify_bytes(double bytes, Size llc_bytes)
 {
-	if (bytes < mccdb_strong_limit * (double) llc_bytes)
+	if (bytes < strong_limit * (double) llc_bytes)
 		return MCCDB_STRONG;
-	if (bytes < mccdb_weak_limit * (double) llc_bytes)
+	if (bytes < weak_limit * (double) llc_bytes)
 		return MCCDB_MODERATE;
 	return MCCDB_WEAK;
 }
@@ -490,7 +535,7 @@ mccdb_estimate_locality(PlannedStmt *stmt, MccdbLocality *out)
 {
 	WalkState	w;
 	Size		llc = mccdb_llc_bytes();
-	double		significant = mccdb_strong_limit * (double) llc;
+	double		significant = strong_limit * (double) llc;
 	ListCell   *lc;
 
 	memset(&w, 0, sizeof(w));

@@ -58,7 +58,12 @@ typedef struct MccdbLocality
 
 extern void mccdb_estimate_locality(PlannedStmt *stmt, MccdbLocality *out);
 extern MccdbLocalityClass mccdb_classify_bytes(double bytes, Size llc_bytes);
+extern void mccdb_locality_init(void);
 extern const char *mccdb_locality_class_name(MccdbLocalityClass cls);
+extern int	mccdb_locality_class_from_name(const char *name);
+
+/* A plan's cost without the disable_cost that enable_* = off adds per node. */
+extern Cost mccdb_real_cost(Plan *plan);
 extern const char *mccdb_table_kind_name(MccdbTableKind kind, bool capitalised);
 extern char *mccdb_locality_describe(const MccdbLocality *loc);
 extern char *mccdb_format_bytes(double bytes);

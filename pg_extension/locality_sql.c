@@ -15,7 +15,7 @@
 #include "executor/executor.h"
 #include "funcapi.h"
 #include "locality.h"
-#include "mccdb.h"
+#include "state.h"
 #include "plan_choice.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"

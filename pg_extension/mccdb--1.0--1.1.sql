@@ -16,20 +16,43 @@ SELECT pg_catalog.pg_extension_config_dump('mccdb_interference', '');
 COMMENT ON TABLE mccdb_interference IS
 'Slowdown of a target locality class beside a co-runner class, for mccdb.schedule = adaptive; mccdb_load_interference() loads it';
 
--- Safe against the caller's search_path, wherever the extension lives.
+-- The scheduler view shows the hold's owner and the gate's new counters.
+DROP FUNCTION mccdb_scheduler();
+CREATE FUNCTION mccdb_scheduler(
+	OUT policy text,
+	OUT slots int,
+	OUT used_slots int,
+	OUT held boolean,
+	OUT admitted bigint,
+	OUT admitted_after_max_wait bigint,
+	OUT interference_loaded boolean,
+	OUT held_by int,
+	OUT admitted_for_locks bigint,
+	OUT lent bigint)
+RETURNS record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION mccdb_scheduler() IS
+'The gate: policy, slots and their use, the hold and who holds it, admissions (after max_wait, ahead of the policy for locks), slots lent by stalled clients';
+
+-- Replace the server's matrix, all or nothing, and keep it across restarts.
+CREATE FUNCTION mccdb_replace_interference(target text[], corunner text[], slowdown float8[])
+RETURNS int
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+-- Load this table into the server: every row is checked before any takes
+-- effect; the matrix survives restarts and crash recovery.
 CREATE OR REPLACE FUNCTION mccdb_load_interference()
 RETURNS int
-LANGUAGE plpgsql
+LANGUAGE sql
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-	r record;
-	n int := 0;
-BEGIN
-	PERFORM @extschema@.mccdb_clear_interference();
-	FOR r IN SELECT * FROM @extschema@.mccdb_interference LOOP
-		PERFORM @extschema@.mccdb_set_interference(r.target, r.corunner, r.slowdown);
-		n := n + 1;
-	END LOOP;
-	RETURN n;
-END $$;
+	SELECT @extschema@.mccdb_replace_interference(
+		coalesce(array_agg(target), '{}'), coalesce(array_agg(corunner), '{}'),
+		coalesce(array_agg(slowdown), '{}'))
+	  FROM @extschema@.mccdb_interference
+$$;
+
+REVOKE ALL ON FUNCTION mccdb_replace_interference(text[], text[], float8[]) FROM PUBLIC;

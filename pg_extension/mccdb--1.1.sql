@@ -139,10 +139,16 @@ CREATE FUNCTION mccdb_scheduler(
 	OUT held boolean,
 	OUT admitted bigint,
 	OUT admitted_after_max_wait bigint,
-	OUT interference_loaded boolean)
+	OUT interference_loaded boolean,
+	OUT held_by int,
+	OUT admitted_for_locks bigint,
+	OUT lent bigint)
 RETURNS record
 AS 'MODULE_PATHNAME'
 LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION mccdb_scheduler() IS
+'The gate: policy, slots and their use, the hold and who holds it, admissions (after max_wait, ahead of the policy for locks), slots lent by stalled clients';
 
 CREATE FUNCTION mccdb_hold_admission(hold boolean)
 RETURNS void
@@ -180,23 +186,24 @@ SELECT pg_catalog.pg_extension_config_dump('mccdb_interference', '');
 COMMENT ON TABLE mccdb_interference IS
 'Slowdown of a target locality class beside a co-runner class, for mccdb.schedule = adaptive; mccdb_load_interference() loads it';
 
--- Shared memory does not survive a restart: load the matrix into it.
+-- Replace the server's matrix, all or nothing, and keep it across restarts.
+CREATE FUNCTION mccdb_replace_interference(target text[], corunner text[], slowdown float8[])
+RETURNS int
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+-- Load this table into the server: every row is checked before any takes
+-- effect; the matrix survives restarts and crash recovery.
 CREATE FUNCTION mccdb_load_interference()
 RETURNS int
-LANGUAGE plpgsql
+LANGUAGE sql
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-	r record;
-	n int := 0;
-BEGIN
-	PERFORM @extschema@.mccdb_clear_interference();
-	FOR r IN SELECT * FROM @extschema@.mccdb_interference LOOP
-		PERFORM @extschema@.mccdb_set_interference(r.target, r.corunner, r.slowdown);
-		n := n + 1;
-	END LOOP;
-	RETURN n;
-END $$;
+	SELECT @extschema@.mccdb_replace_interference(
+		coalesce(array_agg(target), '{}'), coalesce(array_agg(corunner), '{}'),
+		coalesce(array_agg(slowdown), '{}'))
+	  FROM @extschema@.mccdb_interference
+$$;
 
 CREATE FUNCTION mccdb_counters_status()
 RETURNS text
@@ -257,3 +264,4 @@ REVOKE ALL ON FUNCTION mccdb_hold_admission(boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION mccdb_set_interference(text, text, float8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION mccdb_load_interference() FROM PUBLIC;
 REVOKE ALL ON FUNCTION mccdb_clear_interference() FROM PUBLIC;
+REVOKE ALL ON FUNCTION mccdb_replace_interference(text[], text[], float8[]) FROM PUBLIC;

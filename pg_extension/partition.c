@@ -41,15 +41,31 @@
 
 #include "funcapi.h"
 #include "locality.h"
-#include "mccdb.h"
 #include "miscadmin.h"
 #include "pagecolor.h"
 #include "partition.h"
+#include "state.h"
 #include "resctrl.h"
 #include "storage/bufmgr.h"
+#include "storage/ipc.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 
 #define RESCTRL_GROUP "mccdb_weak"
+
+static const struct config_enum_entry partition_options[] = {
+	{"off", MCCDB_PARTITION_OFF, false},
+	{"auto", MCCDB_PARTITION_AUTO, false},
+	{NULL, 0, false}
+};
+
+/* GUCs, all fixed at server start */
+static int	partition_mode = MCCDB_PARTITION_AUTO;
+static char *buffer_pool_colors = NULL;
+static char *resctrl_path = NULL;
+static int	weak_cache_ways = 2;
+
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 typedef enum PartitionBackend
 {
@@ -95,13 +111,13 @@ start_colors(void)
 	int			i;
 
 	nr_colors = pagecolor_nr_colors();
-	if (mccdb_buffer_pool_colors[0] != '\0')
+	if (buffer_pool_colors[0] != '\0')
 	{
-		if (pagecolor_set_parse(&pool_colors, mccdb_buffer_pool_colors, nr_colors) != 0)
+		if (pagecolor_set_parse(&pool_colors, buffer_pool_colors, nr_colors) != 0)
 		{
 			snprintf(status, sizeof(status),
 					 "unavailable: mccdb.buffer_pool_colors \"%s\" is not a colour list within 0-%d",
-					 mccdb_buffer_pool_colors, nr_colors - 1);
+					 buffer_pool_colors, nr_colors - 1);
 			return false;
 		}
 	}
@@ -147,13 +163,13 @@ start_colors(void)
 	return true;
 }
 
-void
-mccdb_partition_startup(void)
+static void
+partition_startup(void)
 {
 	char		err[256];
 
 	backend = PARTITION_NONE;
-	if (mccdb_partition_mode == MCCDB_PARTITION_OFF)
+	if (partition_mode == MCCDB_PARTITION_OFF)
 	{
 		snprintf(status, sizeof(status), "off (mccdb.partition = off)");
 		return;
@@ -163,15 +179,15 @@ mccdb_partition_startup(void)
 		if (start_colors())
 			backend = PARTITION_COLORS;
 	}
-	else if (mccdb_resctrl_available(mccdb_resctrl_path))
+	else if (mccdb_resctrl_available(resctrl_path))
 	{
-		if (mccdb_resctrl_setup(mccdb_resctrl_path, RESCTRL_GROUP,
-								mccdb_weak_cache_ways, err, sizeof(err)) == 0)
+		if (mccdb_resctrl_setup(resctrl_path, RESCTRL_GROUP,
+								weak_cache_ways, err, sizeof(err)) == 0)
 		{
 			backend = PARTITION_RESCTRL;
 			snprintf(status, sizeof(status),
 					 "resctrl: weak plans in %s/%s with %d L3 ways",
-					 mccdb_resctrl_path, RESCTRL_GROUP, mccdb_weak_cache_ways);
+					 resctrl_path, RESCTRL_GROUP, weak_cache_ways);
 		}
 		else
 			snprintf(status, sizeof(status), "unavailable: resctrl: %s", err);
@@ -179,7 +195,7 @@ mccdb_partition_startup(void)
 	else
 		snprintf(status, sizeof(status),
 				 "unavailable: the kernel has no page colouring (no /sys/kernel/mm/page_coloring) and %s is not a resctrl mount",
-				 mccdb_resctrl_path);
+				 resctrl_path);
 
 	ereport(LOG, (errmsg("mccdb: cache partitioning %s", status)));
 	if (backend == PARTITION_COLORS)
@@ -208,22 +224,74 @@ restore(void)
 		warn_once("restoring the buffer pool colours");
 	colors_widened = false;
 	if (in_weak_group &&
-		mccdb_resctrl_move(mccdb_resctrl_path, NULL, MyProcPid, err, sizeof(err)) != 0)
+		mccdb_resctrl_move(resctrl_path, NULL, MyProcPid, err, sizeof(err)) != 0)
 		warn_once(err);
 	in_weak_group = false;
 }
 
-void
-mccdb_partition_query_start(PlannedStmt *stmt)
+/*
+ * After all shared memory, including the buffer pool, exists: colour it
+ * (in the postmaster, before any backend touches it).
+ */
+static void
+partition_shmem_startup(void)
 {
-	MccdbLocality loc;
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	if (!IsUnderPostmaster)
+		partition_startup();
+}
+
+void
+mccdb_partition_init(void)
+{
+	DefineCustomEnumVariable("mccdb.partition",
+							 "Partitions the last-level cache between weak and strong plans.",
+							 "auto: page colours where the kernel has them, else resctrl where mounted, else nothing.",
+							 &partition_mode,
+							 MCCDB_PARTITION_AUTO, partition_options,
+							 PGC_POSTMASTER, 0,
+							 NULL, NULL, NULL);
+	DefineCustomStringVariable("mccdb.buffer_pool_colors",
+							   "Page colours of the shared buffer pool and of weak plans, e.g. '0-3'.",
+							   "Empty means as few as hold the buffer pool in physical memory, plus 25%.",
+							   &buffer_pool_colors,
+							   "",
+							   PGC_POSTMASTER, 0,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("mccdb.resctrl_path",
+							   "Where resctrl is mounted, for hardware cache allocation.",
+							   NULL,
+							   &resctrl_path,
+							   "/sys/fs/resctrl",
+							   PGC_POSTMASTER, 0,
+							   NULL, NULL, NULL);
+	DefineCustomIntVariable("mccdb.weak_cache_ways",
+							"L3 ways a weak plan may use under resctrl.",
+							NULL,
+							&weak_cache_ways,
+							2, 1, 64,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = partition_shmem_startup;
+}
+
+/*
+ * A top-level statement starts: give its backend the colours (or resctrl
+ * group) of its locality class, before its executor state is allocated.
+ */
+void
+mccdb_partition_statement_start(MccdbStatement *st)
+{
+	MccdbLocality *loc;
 	char		err[256];
 
 	if (backend == PARTITION_NONE)
 		return;
 	restore();
-	mccdb_estimate_locality(stmt, &loc);
-	if (backend == PARTITION_COLORS && loc.cls != MCCDB_WEAK)
+	loc = mccdb_statement_locality(st);
+	if (backend == PARTITION_COLORS && loc->cls != MCCDB_WEAK)
 	{
 		malloc_trim(0);
 		if (pagecolor_set_policy(COLOR_MODE_PREFERRED, &hash_colors) != 0)
@@ -231,9 +299,9 @@ mccdb_partition_query_start(PlannedStmt *stmt)
 		else
 			colors_widened = true;
 	}
-	else if (backend == PARTITION_RESCTRL && loc.cls == MCCDB_WEAK)
+	else if (backend == PARTITION_RESCTRL && loc->cls == MCCDB_WEAK)
 	{
-		if (mccdb_resctrl_move(mccdb_resctrl_path, RESCTRL_GROUP, MyProcPid,
+		if (mccdb_resctrl_move(resctrl_path, RESCTRL_GROUP, MyProcPid,
 							   err, sizeof(err)) != 0)
 			warn_once(err);
 		else
@@ -242,7 +310,7 @@ mccdb_partition_query_start(PlannedStmt *stmt)
 }
 
 void
-mccdb_partition_query_end(void)
+mccdb_partition_statement_end(void)
 {
 	if (backend != PARTITION_NONE)
 		restore();

@@ -8,7 +8,7 @@
 #ifndef MCCDB_PARTITION_H
 #define MCCDB_PARTITION_H
 
-#include "nodes/plannodes.h"
+#include "state.h"
 
 typedef enum MccdbPartitionMode
 {
@@ -16,11 +16,11 @@ typedef enum MccdbPartitionMode
 	MCCDB_PARTITION_AUTO		/* page colours if the kernel has them, else resctrl */
 } MccdbPartitionMode;
 
-/* In the postmaster, once the buffer pool exists and before it is touched. */
-extern void mccdb_partition_startup(void);
+/* The GUCs, and the start-up step that colours the buffer pool. */
+extern void mccdb_partition_init(void);
 
-/* Around a top-level query: give its private memory the colours its class gets. */
-extern void mccdb_partition_query_start(PlannedStmt *stmt);
-extern void mccdb_partition_query_end(void);
+/* Around a top-level statement: give its private memory its class's colours. */
+extern void mccdb_partition_statement_start(MccdbStatement *st);
+extern void mccdb_partition_statement_end(void);
 
 #endif							/* MCCDB_PARTITION_H */

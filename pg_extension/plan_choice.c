@@ -31,11 +31,22 @@
 #include "access/parallel.h"
 #include "admission.h"
 #include "commands/extension.h"
-#include "mccdb.h"
 #include "optimizer/cost.h"
 #include "optimizer/planner.h"
 #include "plan_choice.h"
+#include "state.h"
 #include "utils/guc.h"
+
+static const struct config_enum_entry plan_policy_options[] = {
+	{"off", MCCDB_PLAN_OFF, false},
+	{"sls", MCCDB_PLAN_SLS, false},
+	{"mls", MCCDB_PLAN_MLS, false},
+	{NULL, 0, false}
+};
+
+/* GUCs */
+static int	plan_policy = MCCDB_PLAN_OFF;
+static double cost_slack = 0.30;
 
 static planner_hook_type prev_planner = NULL;
 
@@ -65,15 +76,6 @@ next_planner(Query *parse, const char *query_string, int cursorOptions,
 	if (prev_planner)
 		return prev_planner(parse, query_string, cursorOptions, boundParams);
 	return standard_planner(parse, query_string, cursorOptions, boundParams);
-}
-
-/* A plan's cost without the disable_cost that enable_* = off adds per node. */
-Cost
-mccdb_real_cost(Plan *plan)
-{
-	Cost		c = plan->total_cost;
-
-	return c - floor(c / disable_cost) * disable_cost;
 }
 
 /* Plan a copy of the query with some join methods disabled. */
@@ -138,7 +140,7 @@ mccdb_generate_candidates(Query *parse, const char *query_string,
 	choice->ncandidates = MCCDB_MAX_CANDIDATES;
 	for (i = 0; i < choice->ncandidates; i++)
 		choice->candidates[i].kept =
-			choice->candidates[i].cost <= cheapest * (1.0 + mccdb_cost_slack);
+			choice->candidates[i].cost <= cheapest * (1.0 + cost_slack);
 }
 
 /* The cheapest kept candidate of a class (-1: any class), or -1. */
@@ -226,30 +228,55 @@ mccdb_planner(Query *parse, const char *query_string, int cursorOptions,
 
 	if (!planning_candidates)
 		memset(&last_choice, 0, sizeof(last_choice));
-	if (planning_candidates || mccdb_plan_policy == MCCDB_PLAN_OFF ||
-		(mccdb_exec_nested_level > 0 && !mccdb_planning_for_explain()) ||
+	if (planning_candidates || plan_policy == MCCDB_PLAN_OFF ||
+		(mccdb_nesting_level() > 0 && !mccdb_planning_for_explain()) ||
 		IsParallelWorker() || creating_extension ||
 		parse->commandType != CMD_SELECT || !has_join(parse))
 		return next_planner(parse, query_string, cursorOptions, boundParams);
 
 	mccdb_generate_candidates(parse, query_string, cursorOptions, boundParams,
 							  &choice);
-	choose(&choice, (MccdbPlanPolicy) mccdb_plan_policy);
+	choose(&choice, (MccdbPlanPolicy) plan_policy);
 	last_choice = choice;
 	return choice.chosen_plan;
 }
 
-const MccdbPlanChoice *
-mccdb_last_plan_choice(PlannedStmt *plan)
+const char *
+mccdb_plan_policy_name(MccdbPlanPolicy policy)
 {
+	return plan_policy_options[policy].name;
+}
+
+/* The candidates the planner chose this plan from, if it did (copied into cxt). */
+const MccdbPlanChoice *
+mccdb_plan_choice_of(PlannedStmt *plan, MemoryContext cxt)
+{
+	MccdbPlanChoice *copy;
+
 	if (plan == NULL || last_choice.chosen_plan != plan)
 		return NULL;
-	return &last_choice;
+	copy = MemoryContextAlloc(cxt, sizeof(MccdbPlanChoice));
+	*copy = last_choice;
+	return copy;
 }
 
 void
-mccdb_plan_choice_install(void)
+mccdb_plan_choice_init(void)
 {
+	DefineCustomEnumVariable("mccdb.plan_policy",
+							 "How the planner picks among candidate plans of similar cost.",
+							 "sls: strong, else weak, else moderate locality; mls: keep the strong/moderate and weak queues balanced; off: PostgreSQL's plan.",
+							 &plan_policy,
+							 MCCDB_PLAN_OFF, plan_policy_options,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomRealVariable("mccdb.cost_slack",
+							 "Candidate plans costing at most this fraction more than the cheapest are kept.",
+							 "The MCC-DB paper uses 0.30.",
+							 &cost_slack,
+							 0.30, 0.0, 100.0,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 	prev_planner = planner_hook;
 	planner_hook = mccdb_planner;
 }

@@ -41,8 +41,9 @@ typedef struct MccdbPlanChoice
 	MccdbCandidate candidates[MCCDB_MAX_CANDIDATES];
 } MccdbPlanChoice;
 
-extern void mccdb_plan_choice_install(void);
-extern Cost mccdb_real_cost(Plan *plan);
+/* The GUCs mccdb.plan_policy, mccdb.cost_slack and the planner hook. */
+extern void mccdb_plan_choice_init(void);
+extern const char *mccdb_plan_policy_name(MccdbPlanPolicy policy);
 
 /* Plan the query once per candidate kind and mark those within the slack. */
 extern void mccdb_generate_candidates(Query *parse, const char *query_string,
@@ -50,6 +51,6 @@ extern void mccdb_generate_candidates(Query *parse, const char *query_string,
 									  MccdbPlanChoice *choice);
 
 /* The choice made for the plan the planner returned last, or NULL. */
-extern const MccdbPlanChoice *mccdb_last_plan_choice(PlannedStmt *plan);
+extern const MccdbPlanChoice *mccdb_plan_choice_of(PlannedStmt *plan, MemoryContext cxt);
 
 #endif							/* MCCDB_PLAN_CHOICE_H */

@@ -13,19 +13,38 @@
  */
 #include "postgres.h"
 
-#include "admission.h"
-#include "counters.h"
+#include "access/parallel.h"
+#include "commands/extension.h"
 #include "funcapi.h"
 #include "locality.h"
 #include "mb/pg_wchar.h"
-#include "mccdb.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "recent.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
+
+typedef enum TrackLevel
+{
+	MCCDB_TRACK_NONE,
+	MCCDB_TRACK_TOP,
+	MCCDB_TRACK_ALL
+} TrackLevel;
+
+static const struct config_enum_entry track_options[] = {
+	{"none", MCCDB_TRACK_NONE, false},
+	{"top", MCCDB_TRACK_TOP, false},
+	{"all", MCCDB_TRACK_ALL, false},
+	{NULL, 0, false}
+};
+
+/* GUCs */
+static int	track = MCCDB_TRACK_TOP;
+static int	recent_max = 256;
 
 #define RECENT_QUERY_TEXT_LEN 1024
 #define RECENT_MAX_TABLES 16
@@ -79,7 +98,7 @@ static Size
 recent_shmem_size(void)
 {
 	return add_size(offsetof(RecentShared, entries),
-					mul_size(Max(mccdb_recent_max, 1), sizeof(RecentQuery)));
+					mul_size(Max(recent_max, 1), sizeof(RecentQuery)));
 }
 
 static void
@@ -106,35 +125,61 @@ recent_shmem_startup(void)
 		memset(recent, 0, recent_shmem_size());
 		recent->lock = &(GetNamedLWLockTranche("mccdb_recent"))->lock;
 		recent->next_seq = 1;
-		recent->size = Max(mccdb_recent_max, 1);
+		recent->size = Max(recent_max, 1);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
 
 void
-mccdb_recent_install(void)
+mccdb_recent_init(void)
 {
+	DefineCustomEnumVariable("mccdb.track",
+							 "Which statements are recorded in mccdb_recent_queries.",
+							 "top: statements issued by clients; all: also those run inside functions; none: nothing.",
+							 &track,
+							 MCCDB_TRACK_TOP, track_options,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("mccdb.recent_queries",
+							"Number of queries kept in mccdb_recent_queries.",
+							NULL,
+							&recent_max,
+							256, 0, 100000,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = recent_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = recent_shmem_startup;
 }
 
-void
-mccdb_recent_record(QueryDesc *queryDesc, MccdbLocality *loc)
+/* Should the ExecutorEnd of this statement be recorded? (mccdb.track) */
+bool
+mccdb_recent_wants(const MccdbStatement *st)
 {
-	RecentQuery *e;
+	if (recent == NULL || recent_max == 0 || creating_extension ||
+		IsParallelWorker() ||
+		(st->queryDesc->estate->es_top_eflags & EXEC_FLAG_EXPLAIN_ONLY))
+		return false;
+	return track == MCCDB_TRACK_ALL ||
+		(track == MCCDB_TRACK_TOP && st->level == 0);
+}
+
+/*
+ * Record a finished statement: its estimated locality with the actual
+ * sizes measured, its admission and its counters.  The entry is filled in
+ * first and only copied into the ring under the lock.
+ */
+void
+mccdb_recent_record(const MccdbStatement *st)
+{
+	QueryDesc  *queryDesc = st->queryDesc;
+	const MccdbLocality *loc = &st->locality;
+	RecentQuery *e = palloc0(sizeof(RecentQuery));
 	ListCell   *lc;
 	int			i = 0;
-	const MccdbAdmission *adm = mccdb_admission_last();
 
-	if (recent == NULL || mccdb_recent_max == 0)
-		return;
-
-	LWLockAcquire(recent->lock, LW_EXCLUSIVE);
-	e = &recent->entries[(recent->next_seq - 1) % recent->size];
-	memset(e, 0, sizeof(*e));
-	e->seq = recent->next_seq++;
 	e->pid = MyProcPid;
 	e->finished = GetCurrentTimestamp();
 	e->queryid = queryDesc->plannedstmt->queryId;
@@ -142,24 +187,24 @@ mccdb_recent_record(QueryDesc *queryDesc, MccdbLocality *loc)
 	e->bytes = loc->bytes;
 	e->llc_bytes = (int64) loc->llc_bytes;
 	strlcpy(e->basis, loc->basis, sizeof(e->basis));
-	if (adm->gated)
+	if (st->admission.gated)
 	{
-		e->admit_seq = adm->admit_seq;
-		e->admitted = adm->admitted;
-		e->released = adm->released;
-		e->waited_ms = adm->waited_ms;
+		e->admit_seq = st->admission.admit_seq;
+		e->admitted = st->admission.admitted;
+		e->released = st->admission.released;
+		e->waited_ms = st->admission.waited_ms;
 	}
 	if (queryDesc->sourceText)
 	{
 		/* this statement only, when the string holds several */
 		const char *text = queryDesc->sourceText;
-		int			loc = queryDesc->plannedstmt->stmt_location;
+		int			location = queryDesc->plannedstmt->stmt_location;
 		int			len = strlen(text);
 
-		if (loc >= 0 && loc < len)
+		if (location >= 0 && location < len)
 		{
-			text += loc;
-			len -= loc;
+			text += location;
+			len -= location;
 			if (queryDesc->plannedstmt->stmt_len > 0)
 				len = Min(len, queryDesc->plannedstmt->stmt_len);
 		}
@@ -167,7 +212,8 @@ mccdb_recent_record(QueryDesc *queryDesc, MccdbLocality *loc)
 		memcpy(e->query, text, len);
 		e->query[len] = '\0';
 	}
-	e->have_counters = mccdb_counters && mccdb_counters_stop(e->counters);
+	e->have_counters = st->have_counters;
+	memcpy(e->counters, st->counters, sizeof(e->counters));
 	e->ntables = list_length(loc->tables);
 	foreach(lc, loc->tables)
 	{
@@ -187,7 +233,12 @@ mccdb_recent_record(QueryDesc *queryDesc, MccdbLocality *loc)
 		r->actual_rows = t->actual_rows;
 		r->actual_bytes = t->actual_bytes;
 	}
+
+	LWLockAcquire(recent->lock, LW_EXCLUSIVE);
+	e->seq = recent->next_seq++;
+	recent->entries[(e->seq - 1) % recent->size] = *e;
 	LWLockRelease(recent->lock);
+	pfree(e);
 }
 
 /* Copy the ring out under a shared lock, oldest first. */

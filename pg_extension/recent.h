@@ -1,0 +1,22 @@
+/*-------------------------------------------------------------------------
+ *
+ * recent.h
+ *		The ring of recently executed queries (mccdb_recent_queries).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MCCDB_RECENT_H
+#define MCCDB_RECENT_H
+
+#include "state.h"
+
+/* GUCs (mccdb.track, mccdb.recent_queries) and shared memory. */
+extern void mccdb_recent_init(void);
+
+/* Does mccdb.track record this statement? */
+extern bool mccdb_recent_wants(const MccdbStatement *st);
+
+/* Record it, once its locality holds the actual sizes. */
+extern void mccdb_recent_record(const MccdbStatement *st);
+
+#endif							/* MCCDB_RECENT_H */

@@ -1,0 +1,75 @@
+/*-------------------------------------------------------------------------
+ *
+ * state.h
+ *		What this backend knows that every module may read: whether mccdb
+ *		was preloaded, how deeply execution is nested, whether the planner
+ *		runs for EXPLAIN, and the state of each statement it executes.
+ *
+ * The state flows one way: mccdb.c (the hooks) creates a statement's state
+ * at ExecutorStart and hands it to partition.c, admission.c, counters.c,
+ * explain.c and recent.c in turn; none of them reaches back into mccdb.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MCCDB_STATE_H
+#define MCCDB_STATE_H
+
+#include "executor/execdesc.h"
+#include "locality.h"
+#include "utils/timestamp.h"
+
+#define MCCDB_NCOUNTERS 3		/* LLC misses, instructions, cycles */
+
+struct MccdbPlanChoice;
+
+/* What the admission gate decided for a statement (admission.c). */
+typedef struct MccdbAdmission
+{
+	bool		gated;			/* went through the gate (else bypassed) */
+	int64		admit_seq;		/* order of admission, from 1 */
+	TimestampTz admitted;
+	TimestampTz released;		/* when the statement gave its slots back */
+	double		waited_ms;
+} MccdbAdmission;
+
+/*
+ * One statement being executed.  It lives in its own memory context, a
+ * child of the context ExecutorStart ran in, so it is freed with the
+ * statement on every path (ExecutorEnd, error, portal drop).
+ */
+typedef struct MccdbStatement
+{
+	QueryDesc  *queryDesc;
+	MemoryContext cxt;
+	int			level;			/* execution nesting level at ExecutorStart */
+	bool		top;			/* level 0, really executed, not a parallel worker */
+	bool		explain;		/* the plan an EXPLAIN in progress shows */
+	bool		have_locality;
+	MccdbLocality locality;		/* estimated once, by mccdb_statement_locality() */
+	const struct MccdbPlanChoice *plan_choice;	/* candidates, if the planner chose */
+	MccdbAdmission admission;
+	bool		counting;		/* hardware counters were started */
+	bool		have_counters;
+	int64		counters[MCCDB_NCOUNTERS];
+	struct MccdbStatement *next;
+} MccdbStatement;
+
+/* Set by _PG_init when loaded through shared_preload_libraries. */
+extern bool mccdb_preloaded;
+extern void mccdb_require_preload(void);
+
+/* Nesting: statements run by functions, DO and CALL are nested (level > 0). */
+extern int	mccdb_nesting_level(void);
+extern void mccdb_nesting_enter(void);
+extern void mccdb_nesting_leave(void);
+
+/* EXPLAIN plans the statement it shows even inside a function (explain.c). */
+extern bool mccdb_planning_for_explain(void);
+extern void mccdb_set_planning_for_explain(bool on);
+
+extern MccdbStatement *mccdb_statement_begin(QueryDesc *queryDesc, bool top);
+extern MccdbStatement *mccdb_statement_find(QueryDesc *queryDesc);
+extern void mccdb_statement_end(MccdbStatement *st);
+extern MccdbLocality *mccdb_statement_locality(MccdbStatement *st);
+
+#endif							/* MCCDB_STATE_H */
