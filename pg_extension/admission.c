@@ -906,6 +906,7 @@ PG_FUNCTION_INFO_V1(mccdb_hold_admission);
 PG_FUNCTION_INFO_V1(mccdb_set_interference);
 PG_FUNCTION_INFO_V1(mccdb_clear_interference);
 PG_FUNCTION_INFO_V1(mccdb_replace_interference);
+PG_FUNCTION_INFO_V1(mccdb_interference_matrix);
 
 /* The running, lending and waiting queries, oldest first. */
 Datum
@@ -1156,6 +1157,38 @@ mccdb_replace_interference(PG_FUNCTION_ARGS)
 	else
 		install_matrix(matrix);
 	PG_RETURN_INT32(nt);
+}
+
+/* The matrix the server uses now: nine rows, or none when none is loaded. */
+Datum
+mccdb_interference_matrix(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	double		matrix[3][3];
+	bool		loaded;
+	int			i,
+				j;
+
+	require_shmem();
+	InitMaterializedSRF(fcinfo, 0);
+	LWLockAcquire(adm->lock, LW_SHARED);
+	loaded = adm->have_matrix;
+	memcpy(matrix, adm->interference, sizeof(matrix));
+	LWLockRelease(adm->lock);
+	if (!loaded)
+		return (Datum) 0;
+	for (i = 0; i < 3; i++)
+		for (j = 0; j < 3; j++)
+		{
+			Datum		values[3];
+			bool		nulls[3] = {0};
+
+			values[0] = CStringGetTextDatum(mccdb_locality_class_name(i));
+			values[1] = CStringGetTextDatum(mccdb_locality_class_name(j));
+			values[2] = Float8GetDatum(matrix[i][j]);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	return (Datum) 0;
 }
 
 /* Forget the matrix: adaptive behaves as MLS until one is loaded. */

@@ -42,6 +42,17 @@ RETURNS int
 AS 'MODULE_PATHNAME'
 LANGUAGE C STRICT VOLATILE;
 
+CREATE FUNCTION mccdb_interference_matrix(
+	OUT target text,
+	OUT corunner text,
+	OUT slowdown float8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION mccdb_interference_matrix() IS
+'The interference matrix the server uses now (no rows: none loaded, adaptive behaves as MLS)';
+
 -- Load this table into the server: every row is checked before any takes
 -- effect; the matrix survives restarts and crash recovery.
 CREATE OR REPLACE FUNCTION mccdb_load_interference()

@@ -1,0 +1,63 @@
+"""Shared helpers of the concurrency tests: sessions, server-wide settings.
+
+The scheduler settings are server-wide (PGC_SIGHUP): tests set them with
+ALTER SYSTEM, and the ctl fixture resets them afterwards.
+"""
+import time
+
+import psycopg
+import pytest
+
+DB = "ssb"
+# every setting a test may change with configure(); the fixture resets them
+GATE_SETTINGS = ("schedule", "corun_slots", "max_wait", "min_cost", "client_stall")
+
+
+def connect(**kw):
+    return psycopg.connect(dbname=DB, autocommit=True, **kw)
+
+
+def query(conn, name, suite="plq"):
+    sql = conn.execute("select sql from mccdb_test_queries where suite = %s and name = %s",
+                       (suite, name)).fetchone()[0]
+    return sql.strip().rstrip(";")
+
+
+def configure(ctl, **settings):
+    for k, v in settings.items():
+        ctl.execute(f"alter system set mccdb.{k} = '{v}'")
+    ctl.execute("select pg_reload_conf()")
+    # sessions opened from now on see the new values; wait for the server
+    for _ in range(100):
+        with connect() as c:
+            if all(str(c.execute(f"show mccdb.{k}").fetchone()[0]).startswith(str(v))
+                   for k, v in settings.items() if k != "max_wait"):
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"settings not visible after reload: {settings}")
+
+
+def wait_until(ctl, sql, want, timeout=30.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        got = ctl.execute(sql).fetchone()[0]
+        if got == want:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {sql!r} = {want!r} (last {got!r})")
+
+
+@pytest.fixture
+def ctl():
+    with connect() as c:
+        # the controlling session itself is never gated, whatever a test sets
+        c.execute("set mccdb.min_cost = 1e30")
+        c.execute("select mccdb_hold_admission(false)")
+        yield c
+        c.execute("select mccdb_hold_admission(false)")
+        for k in GATE_SETTINGS:
+            c.execute(f"alter system reset mccdb.{k}")
+        c.execute("alter system reset deadlock_timeout")
+        c.execute("select pg_reload_conf()")
+
+
