@@ -7,7 +7,7 @@
 #   make bench  the full benchmark set (long), results in docs/results/
 # Both install what they need themselves and are idempotent.
 
-.PHONY: all deps extension deb demo bench test test-extension test-package test-kernel test-llcsim test-box clean
+.PHONY: all deps extension deb demo bench test test-long test-extension test-package test-kernel test-llcsim test-box clean
 
 all: extension
 
@@ -26,6 +26,11 @@ demo: deps
 
 test: deps
 	scripts/run-tests.sh
+
+# The extension's tests with the long storm: 2,000 cancel/terminate signals
+# at gated queries (make test sends 100).
+test-long: deps
+	MCCDB_STORM_SIGNALS=2000 scripts/run-tests.sh extension
 
 # The full set of experiments (long): docs/results/.
 bench: deps
