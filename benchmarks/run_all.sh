@@ -20,7 +20,7 @@ eval "$(scripts/pg-cluster.sh env bench)"
 for db in plq ssb; do
 	psql -X -q -d postgres -tAc "select 1 from pg_database where datname = '$db'" | grep -q 1 ||
 		psql -X -q -d postgres -c "create database $db"
-	psql -X -q -d "$db" -c "create extension if not exists mccdb"
+	psql -X -q -d "$db" -c "create extension if not exists mccdb" -c "alter extension mccdb update"
 done
 PGDATABASE=plq "$PY" benchmarks/ssb/ssb_generate.py --check --scale "$SF" --part-rows "$PARTS" >/dev/null 2>&1 ||
 	PGDATABASE=plq "$PY" benchmarks/ssb/ssb_generate.py --scale "$SF" --part-rows "$PARTS" --no-foreign-keys

@@ -80,7 +80,7 @@ start_test_cluster() {
 		PGDATABASE=ssb ssb_generate --scale "$SSB_SCALE" ||
 			{ record "ssb load at SF $SSB_SCALE" 1; return 1; }
 	fi
-	psql_q -d ssb -c "create extension if not exists mccdb" -c "create extension if not exists pgtap"
+	psql_q -d ssb -c "create extension if not exists mccdb" -c "alter extension mccdb update" -c "create extension if not exists pgtap"
 	psql_q -d ssb -c "set client_min_messages = warning" -c "drop table if exists mccdb_test_queries"
 	load_test_queries ssb ssb "$MCCDB_ROOT"/benchmarks/ssb/queries/*.sql
 	load_test_queries ssb plq "$MCCDB_ROOT"/benchmarks/plq/plq_*.sql
@@ -105,7 +105,7 @@ test_extension() {
 	"$MCCDB_ROOT/scripts/pg-cluster.sh" stop nopreload
 	pg_env test
 	ensure_db mccdb_tap
-	psql_q -d mccdb_tap -c "create extension if not exists mccdb" -c "create extension if not exists pgtap"
+	psql_q -d mccdb_tap -c "create extension if not exists mccdb" -c "alter extension mccdb update" -c "create extension if not exists pgtap"
 	run_pgtap_dir "$MCCDB_ROOT/pg_extension/test" mccdb_tap
 	run_pgtap_dir "$MCCDB_ROOT/pg_extension/test/ssb" ssb
 	local rc

@@ -62,7 +62,7 @@ load() {
 	eval "$(cluster env testbox)"
 	load ssb ssb/ssb_generate.py "$SCALE"
 	[ -z "$TPCH" ] || load tpch tpch/tpch_load.py "$TPCH" --progress none
-	"$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -d ssb -c "create extension if not exists mccdb" -c "checkpoint" -c "checkpoint"
+	"$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -d ssb -c "create extension if not exists mccdb" -c "alter extension mccdb update" -c "checkpoint" -c "checkpoint"
 )
 cluster stop testbox
 
