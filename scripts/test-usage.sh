@@ -12,6 +12,8 @@
 # Debian package postgresql-15-mccdb is installed (it would overwrite it).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+# As a DBA's shell would be: no libpq environment pointing at another server.
+unset PGHOST PGHOSTADDR PGPORT PGUSER PGDATABASE PGSERVICE
 
 version=$PG_MAJOR
 cluster=mccdb_doctest
