@@ -19,6 +19,9 @@
  *	mls		co-run one query of each queue (as SLS when one queue is empty);
  *	adaptive	admit the waiter that minimises the predicted slowdown of the
  *			running set, from an interference matrix measured on the host;
+ *	predictive	never leave a slot idle while a query waits; among the
+ *			waiters predicted compatible with the running set, the longest
+ *			first; run times and interference learned online (model.c);
  *	off		admit everything (stock behaviour).
  *
  * The gate is a soft limit on how many queries share the cache, never a
@@ -63,6 +66,7 @@
 #include "commands/extension.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "model.h"
 #include "nodes/nodeFuncs.h"
 #include "pgstat.h"
 #include "postmaster/interrupt.h"
@@ -78,6 +82,7 @@
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/queryjumble.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -85,6 +90,16 @@
 #define MATRIX_MAGIC "mccdb interference matrix 1"
 /* Waiters wake at least this often: reload, max_wait, stalled clients. */
 #define WAKE_MS 500
+/* Queries whose run times are remembered (by queryid), as pgss keeps entries. */
+#define KNOWN_QUERIES 512
+/* Seconds per planner cost unit before anything was measured. */
+#define DEFAULT_SECONDS_PER_COST 1e-5
+/* Predictive: a waiter adding at most this much work is compatible. */
+#define COMPATIBLE_LIMIT 0.10
+/* Completions shorter than this teach nothing (timer noise). */
+#define MIN_LEARN_MS 5.0
+/* A loaded (calibrated) matrix counts as this many learned samples. */
+#define WARM_START_WEIGHT 5.0
 
 /* GUCs */
 static int	schedule = MCCDB_SCHEDULE_OFF;
@@ -92,12 +107,14 @@ static int	corun_slots = 0;
 static int	max_wait_ms = 30000;
 static double min_cost = 1000.0;
 static int	client_stall_ms = 1000;
+static int	log_min_wait_ms = -1;
 
 static const struct config_enum_entry schedule_options[] = {
 	{"off", MCCDB_SCHEDULE_OFF, false},
 	{"sls", MCCDB_SCHEDULE_SLS, false},
 	{"mls", MCCDB_SCHEDULE_MLS, false},
 	{"adaptive", MCCDB_SCHEDULE_ADAPTIVE, false},
+	{"predictive", MCCDB_SCHEDULE_PREDICTIVE, false},
 	{NULL, 0, false}
 };
 
@@ -122,7 +139,19 @@ typedef struct AdmissionEntry
 	TimestampTz since;			/* enqueued, then admitted */
 	TimestampTz stalled_since;	/* first seen blocked writing to its client */
 	uint64		queryid;
+	double		cost;			/* the plan's cost, without disable_cost */
+	double		predicted;		/* seconds alone, predicted at arrival */
+	double		run_ms;			/* time spent running (not lent) */
+	double		overlap_ms[3];	/* time a query of each class ran beside it */
 } AdmissionEntry;
+
+/* What was learned of one query (by queryid): its run time alone. */
+typedef struct KnownQuery
+{
+	uint64		queryid;		/* 0 = free */
+	ModelCell	seconds;		/* log of its alone run time */
+	TimestampTz last_used;
+} KnownQuery;
 
 typedef struct AdmissionShared
 {
@@ -138,6 +167,11 @@ typedef struct AdmissionShared
 	int64		lent_total;		/* slots lent by stalled clients */
 	bool		have_matrix;
 	double		interference[3][3]; /* [target class][co-runner class] slowdown */
+	/* learned online from every gated query that finishes (model.c) */
+	TimestampTz last_change;	/* of the running set, for overlap accounting */
+	ModelCell	learned[3][3];
+	ModelCell	seconds_per_cost;
+	KnownQuery	known[KNOWN_QUERIES];
 	int			nentries;
 	AdmissionEntry entries[FLEXIBLE_ARRAY_MEMBER];
 } AdmissionShared;
@@ -299,6 +333,17 @@ mccdb_admission_init(void)
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("mccdb.log_min_wait",
+							"Logs each query that waited at least this long for admission.",
+							"-1 logs none, as log_lock_waits does for locks.",
+							&log_min_wait_ms,
+							-1, -1, INT_MAX,
+							PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	/* run times are remembered per queryid */
+	EnableQueryId();
+
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = admission_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
@@ -324,6 +369,108 @@ my_entry(void)
 	return &adm->entries[MyBackendId - 1];
 }
 
+/*
+ * The running set is about to change: charge the time since the last
+ * change to every running entry, and to each of them the classes that ran
+ * beside it.  Caller holds the lock exclusively.
+ */
+static void
+account_running(TimestampTz now)
+{
+	int			running[64];
+	int			n = 0,
+				i,
+				j;
+	double		dt = adm->last_change ? (double) (now - adm->last_change) / 1000.0 : 0;
+
+	adm->last_change = now;
+	if (dt <= 0)
+		return;
+	for (i = 0; i < adm->nentries && n < lengthof(running); i++)
+		if (adm->entries[i].state == ENTRY_RUNNING)
+			running[n++] = i;
+	for (i = 0; i < n; i++)
+	{
+		AdmissionEntry *e = &adm->entries[running[i]];
+
+		e->run_ms += dt;
+		for (j = 0; j < n; j++)
+			if (j != i)
+				e->overlap_ms[adm->entries[running[j]].cls] += dt;
+	}
+}
+
+static KnownQuery *
+known_query(uint64 queryid, bool create, TimestampTz now)
+{
+	KnownQuery *oldest = NULL;
+	int			i;
+
+	if (queryid == 0)
+		return NULL;
+	for (i = 0; i < KNOWN_QUERIES; i++)
+	{
+		KnownQuery *k = &adm->known[i];
+
+		if (k->queryid == queryid)
+			return k;
+		if (oldest == NULL || k->last_used < oldest->last_used)
+			oldest = k;
+	}
+	if (!create)
+		return NULL;
+	/* bounded, like pg_stat_statements: the least recently used makes room */
+	memset(oldest, 0, sizeof(*oldest));
+	oldest->queryid = queryid;
+	oldest->last_used = now;
+	return oldest;
+}
+
+/* Seconds a query runs alone: its own history, else its cost at the learned rate. */
+static double
+predict_seconds(uint64 queryid, double cost, TimestampTz now)
+{
+	KnownQuery *k = known_query(queryid, false, now);
+
+	if (k && k->seconds.weight > 0)
+	{
+		k->last_used = now;
+		return model_cell_value(&k->seconds, 0);
+	}
+	return cost * model_cell_value(&adm->seconds_per_cost, DEFAULT_SECONDS_PER_COST);
+}
+
+/*
+ * An admitted statement is done: its measured time over its predicted
+ * alone time teaches the matrix cells of the classes it ran beside, and
+ * its corrected alone time teaches its own history and the rate.  Caller
+ * holds the lock exclusively and has charged the running time.
+ */
+static void
+learn_from(AdmissionEntry *e, TimestampTz now)
+{
+	double		overlap[3];
+	double		seconds = e->run_ms / 1000.0;
+	double		slowdown;
+	double		alone;
+	KnownQuery *k;
+	int			c;
+
+	if (e->run_ms < MIN_LEARN_MS || !(e->predicted > 0))
+		return;
+	for (c = 0; c < 3; c++)
+		overlap[c] = e->overlap_ms[c] / e->run_ms;
+	slowdown = model_learn_completion(adm->learned, e->cls, seconds / e->predicted, overlap);
+	alone = seconds / Max(slowdown, 0.1);
+	if ((k = known_query(e->queryid, true, now)) != NULL)
+	{
+		model_cell_add(&k->seconds, alone, 1.0);
+		k->last_used = now;
+	}
+	if (e->cost > 0)
+		model_cell_add(&adm->seconds_per_cost, alone / e->cost, 1.0);
+}
+
 /* Remove this backend's entry and give back its slots; caller holds the lock. */
 static void
 remove_entry_locked(void)
@@ -332,6 +479,11 @@ remove_entry_locked(void)
 
 	if (e->pid == MyProcPid)
 	{
+		TimestampTz now = GetCurrentTimestamp();
+
+		account_running(now);
+		if (e->state == ENTRY_RUNNING || e->state == ENTRY_LENT)
+			learn_from(e, now);
 		if (e->state == ENTRY_RUNNING)
 			adm->used_slots -= e->slots;
 		memset(e, 0, sizeof(*e));
@@ -421,6 +573,43 @@ better_in_queue(AdmissionEntry *a, AdmissionEntry *b)
 	return a->seq < b->seq;
 }
 
+/* The predictive policy's choice (model_pick); caller holds the lock. */
+static AdmissionEntry *
+pick_predictive(int slots, TimestampTz now)
+{
+	ModelQuery	waiting[64],
+				running[64];
+	AdmissionEntry *waiters[64];
+	double		m[3][3];
+	int			nw = 0,
+				nr = 0,
+				i,
+				pick;
+
+	for (i = 0; i < adm->nentries; i++)
+	{
+		AdmissionEntry *e = &adm->entries[i];
+
+		if (e->state == ENTRY_WAITING && nw < lengthof(waiting))
+		{
+			waiters[nw] = e;
+			waiting[nw++] = (ModelQuery) {e->cls, e->predicted, (long) e->seq,
+			Min(e->slots, slots)};
+		}
+		else if (e->state == ENTRY_RUNNING && nr < lengthof(running))
+		{
+			double		elapsed = (e->run_ms + (double) (now - adm->last_change) / 1000.0) / 1000.0;
+
+			running[nr++] = (ModelQuery) {e->cls,
+				Max(e->predicted - elapsed, 0.05 * e->predicted), (long) e->seq, e->slots};
+		}
+	}
+	model_matrix((const ModelCell (*)[3]) adm->learned, m);
+	pick = model_pick(waiting, nw, running, nr, (const double (*)[3]) m,
+					  slots - adm->used_slots, COMPATIBLE_LIMIT);
+	return pick < 0 ? NULL : waiters[pick];
+}
+
 /*
  * The waiting entry to admit now, or NULL.  Deterministic in the shared
  * state, so every waiter agrees; caller holds the lock.
@@ -460,6 +649,8 @@ pick_next(TimestampTz now)
 		choice = starving;
 	else if (adm->held_by != 0)
 		return NULL;
+	else if (policy == MCCDB_SCHEDULE_PREDICTIVE)
+		choice = pick_predictive(slots, now);
 	else if (policy == MCCDB_SCHEDULE_ADAPTIVE && adm->have_matrix)
 	{
 		double		best_cost = 0;
@@ -529,6 +720,7 @@ lend_stalled_slots(TimestampTz now)
 			e->stalled_since = now;
 		else if (TimestampDifferenceExceeds(e->stalled_since, now, client_stall_ms))
 		{
+			account_running(now);
 			e->state = ENTRY_LENT;
 			adm->used_slots -= e->slots;
 			adm->lent_total++;
@@ -673,6 +865,7 @@ static void
 admit_locked(MccdbStatement *st, AdmissionEntry *e, TimestampTz enqueued,
 			 TimestampTz now)
 {
+	account_running(now);
 	e->state = ENTRY_RUNNING;
 	e->since = now;
 	e->admit_seq = adm->next_admit_seq++;
@@ -720,6 +913,8 @@ wait_for_admission(MccdbStatement *st)
 	e->seq = adm->next_seq++;
 	e->since = enqueued;
 	e->queryid = st->queryDesc->plannedstmt->queryId;
+	e->cost = mccdb_real_cost(st->queryDesc->plannedstmt->planTree);
+	e->predicted = predict_seconds(e->queryid, e->cost, enqueued);
 	holding = true;
 	holding_statement = st;
 	LWLockRelease(adm->lock);
@@ -756,6 +951,14 @@ wait_for_admission(MccdbStatement *st)
 			LWLockRelease(adm->lock);
 			if (admitted)
 			{
+				if (log_min_wait_ms >= 0 &&
+					TimestampDifferenceExceeds(enqueued, now, log_min_wait_ms))
+					ereport(LOG,
+							(errmsg("mccdb: process %d waited %.0f ms for admission",
+									MyProcPid, st->admission.waited_ms),
+							 errdetail("mccdb.schedule = %s, locality %s, %d slots.",
+									   mccdb_schedule_name(schedule),
+									   mccdb_locality_class_name(e->cls), total_slots())));
 				if (blocked != 0)
 					ereport(LOG,
 							(errmsg("mccdb: admitted process %d ahead of mccdb.schedule: process %d waits for a lock it holds",
@@ -795,6 +998,7 @@ retake_slots(MccdbStatement *st)
 	e = my_entry();
 	if (e->pid == MyProcPid && e->state == ENTRY_LENT)
 	{
+		account_running(GetCurrentTimestamp());
 		e->state = ENTRY_RUNNING;
 		e->stalled_since = 0;
 		adm->used_slots += e->slots;
@@ -817,6 +1021,7 @@ lend_slots(MccdbStatement *st)
 	e = my_entry();
 	if (e->pid == MyProcPid && e->state == ENTRY_RUNNING)
 	{
+		account_running(GetCurrentTimestamp());
 		e->state = ENTRY_LENT;
 		adm->used_slots -= e->slots;
 	}
@@ -907,6 +1112,9 @@ PG_FUNCTION_INFO_V1(mccdb_set_interference);
 PG_FUNCTION_INFO_V1(mccdb_clear_interference);
 PG_FUNCTION_INFO_V1(mccdb_replace_interference);
 PG_FUNCTION_INFO_V1(mccdb_interference_matrix);
+PG_FUNCTION_INFO_V1(mccdb_learned_interference);
+PG_FUNCTION_INFO_V1(mccdb_run_time_model);
+PG_FUNCTION_INFO_V1(mccdb_learned_reset);
 
 /* The running, lending and waiting queries, oldest first. */
 Datum
@@ -930,8 +1138,8 @@ mccdb_queue(PG_FUNCTION_ARGS)
 	for (i = 0; i < n; i++)
 	{
 		AdmissionEntry *e = &copy[i];
-		Datum		values[9];
-		bool		nulls[9] = {0};
+		Datum		values[10];
+		bool		nulls[10] = {0};
 
 		values[0] = Int32GetDatum(e->pid);
 		values[1] = CStringGetTextDatum(entry_state_name(e->state));
@@ -942,6 +1150,7 @@ mccdb_queue(PG_FUNCTION_ARGS)
 		values[6] = TimestampTzGetDatum(e->since);
 		values[7] = Float8GetDatum((double) (now - e->since) / 1000.0);
 		values[8] = Int64GetDatum(e->seq);
+		values[9] = Float8GetDatum(e->predicted);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -1072,7 +1281,20 @@ install_matrix(double matrix[3][3])
 
 	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
 	if (matrix != NULL)
+	{
+		int			i,
+					j;
+
 		memcpy(adm->interference, matrix, sizeof(adm->interference));
+		/* a calibrated matrix is where learning starts again from */
+		for (i = 0; i < 3; i++)
+			for (j = 0; j < 3; j++)
+			{
+				adm->learned[i][j].log_estimate = log(matrix[i][j]);
+				adm->learned[i][j].weight = WARM_START_WEIGHT;
+				adm->learned[i][j].samples = 0;
+			}
+	}
 	adm->have_matrix = matrix != NULL;
 	LWLockRelease(adm->lock);
 	ConditionVariableBroadcast(&adm->cv);
@@ -1189,6 +1411,74 @@ mccdb_interference_matrix(PG_FUNCTION_ARGS)
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	return (Datum) 0;
+}
+
+/* The matrix the predictive policy learned, with how many samples fed each cell. */
+Datum
+mccdb_learned_interference(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ModelCell	cells[3][3];
+	int			i,
+				j;
+
+	require_shmem();
+	InitMaterializedSRF(fcinfo, 0);
+	LWLockAcquire(adm->lock, LW_SHARED);
+	memcpy(cells, adm->learned, sizeof(cells));
+	LWLockRelease(adm->lock);
+	for (i = 0; i < 3; i++)
+		for (j = 0; j < 3; j++)
+		{
+			Datum		values[5];
+			bool		nulls[5] = {0};
+
+			values[0] = CStringGetTextDatum(mccdb_locality_class_name(i));
+			values[1] = CStringGetTextDatum(mccdb_locality_class_name(j));
+			values[2] = Float8GetDatum(model_cell_value(&cells[i][j], 1.0));
+			values[3] = Int64GetDatum((int64) cells[i][j].samples);
+			values[4] = Float8GetDatum(cells[i][j].weight);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	return (Datum) 0;
+}
+
+/* The run-time model: the learned rate, and how many queries it knows by queryid. */
+Datum
+mccdb_run_time_model(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[4];
+	bool		nulls[4] = {0};
+	int			known = 0,
+				i;
+
+	require_shmem();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	LWLockAcquire(adm->lock, LW_SHARED);
+	for (i = 0; i < KNOWN_QUERIES; i++)
+		if (adm->known[i].queryid != 0)
+			known++;
+	values[0] = Float8GetDatum(model_cell_value(&adm->seconds_per_cost, DEFAULT_SECONDS_PER_COST));
+	values[1] = Int64GetDatum((int64) adm->seconds_per_cost.samples);
+	values[2] = Int32GetDatum(known);
+	values[3] = Int32GetDatum(KNOWN_QUERIES);
+	LWLockRelease(adm->lock);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* Forget everything learned: matrix cells, rate, run times. */
+Datum
+mccdb_learned_reset(PG_FUNCTION_ARGS)
+{
+	require_shmem();
+	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
+	memset(adm->learned, 0, sizeof(adm->learned));
+	memset(&adm->seconds_per_cost, 0, sizeof(adm->seconds_per_cost));
+	memset(adm->known, 0, sizeof(adm->known));
+	LWLockRelease(adm->lock);
+	PG_RETURN_VOID();
 }
 
 /* Forget the matrix: adaptive behaves as MLS until one is loaded. */

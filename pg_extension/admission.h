@@ -17,7 +17,8 @@ typedef enum MccdbSchedule
 	MCCDB_SCHEDULE_OFF,			/* admit everything at once: stock behaviour */
 	MCCDB_SCHEDULE_SLS,			/* co-run queries of the same queue */
 	MCCDB_SCHEDULE_MLS,			/* co-run one of each queue */
-	MCCDB_SCHEDULE_ADAPTIVE		/* minimise the measured predicted slowdown */
+	MCCDB_SCHEDULE_ADAPTIVE,	/* minimise the measured predicted slowdown */
+	MCCDB_SCHEDULE_PREDICTIVE	/* work-conserving: learned run times and interference */
 } MccdbSchedule;
 
 /* The paper's two queues: strong/moderate locality, and weak. */

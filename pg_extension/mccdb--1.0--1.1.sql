@@ -16,6 +16,30 @@ SELECT pg_catalog.pg_extension_config_dump('mccdb_interference', '');
 COMMENT ON TABLE mccdb_interference IS
 'Slowdown of a target locality class beside a co-runner class, for mccdb.schedule = adaptive; mccdb_load_interference() loads it';
 
+-- The queue shows lent slots and predicted run times.
+DROP VIEW mccdb_queue;
+DROP FUNCTION mccdb_queue();
+CREATE FUNCTION mccdb_queue(
+	OUT pid int,
+	OUT state text,
+	OUT queue text,
+	OUT locality text,
+	OUT hash_table_bytes bigint,
+	OUT slots int,
+	OUT since timestamptz,
+	OUT for_ms float8,
+	OUT arrival bigint,
+	OUT predicted_s float8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+CREATE VIEW mccdb_queue AS
+	SELECT * FROM mccdb_queue();
+
+COMMENT ON VIEW mccdb_queue IS
+'Queries waiting for admission, running, or lending their slots (a cursor between fetches, a stalled client), with their predicted run time alone';
+
 -- The scheduler view shows the hold's owner and the gate's new counters.
 DROP FUNCTION mccdb_scheduler();
 CREATE FUNCTION mccdb_scheduler(
@@ -53,6 +77,36 @@ LANGUAGE C STRICT VOLATILE;
 COMMENT ON FUNCTION mccdb_interference_matrix() IS
 'The interference matrix the server uses now (no rows: none loaded, adaptive behaves as MLS)';
 
+CREATE FUNCTION mccdb_learned_interference(
+	OUT target text,
+	OUT corunner text,
+	OUT slowdown float8,
+	OUT samples bigint,
+	OUT weight float8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION mccdb_learned_interference() IS
+'The interference matrix learned from finished gated queries (the predictive policy uses it): slowdown, samples that fed each cell, weight (capped: it forgets)';
+
+CREATE FUNCTION mccdb_run_time_model(
+	OUT seconds_per_cost float8,
+	OUT rate_samples bigint,
+	OUT known_queries int,
+	OUT max_known_queries int)
+RETURNS record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION mccdb_run_time_model() IS
+'How run times are predicted: planner cost times a learned rate, or a query''s own history by queryid';
+
+CREATE FUNCTION mccdb_learned_reset()
+RETURNS void
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
 -- Load this table into the server: every row is checked before any takes
 -- effect; the matrix survives restarts and crash recovery.
 CREATE OR REPLACE FUNCTION mccdb_load_interference()
@@ -67,3 +121,4 @@ AS $$
 $$;
 
 REVOKE ALL ON FUNCTION mccdb_replace_interference(text[], text[], float8[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION mccdb_learned_reset() FROM PUBLIC;

@@ -121,7 +121,8 @@ CREATE FUNCTION mccdb_queue(
 	OUT slots int,
 	OUT since timestamptz,
 	OUT for_ms float8,
-	OUT arrival bigint)
+	OUT arrival bigint,
+	OUT predicted_s float8)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME'
 LANGUAGE C STRICT VOLATILE;
@@ -130,7 +131,7 @@ CREATE VIEW mccdb_queue AS
 	SELECT * FROM mccdb_queue();
 
 COMMENT ON VIEW mccdb_queue IS
-'Queries running or waiting for admission under mccdb.schedule';
+'Queries waiting for admission, running, or lending their slots (a cursor between fetches, a stalled client), with their predicted run time alone';
 
 CREATE FUNCTION mccdb_scheduler(
 	OUT policy text,
@@ -202,6 +203,36 @@ LANGUAGE C STRICT VOLATILE;
 
 COMMENT ON FUNCTION mccdb_interference_matrix() IS
 'The interference matrix the server uses now (no rows: none loaded, adaptive behaves as MLS)';
+
+CREATE FUNCTION mccdb_learned_interference(
+	OUT target text,
+	OUT corunner text,
+	OUT slowdown float8,
+	OUT samples bigint,
+	OUT weight float8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION mccdb_learned_interference() IS
+'The interference matrix learned from finished gated queries (the predictive policy uses it): slowdown, samples that fed each cell, weight (capped: it forgets)';
+
+CREATE FUNCTION mccdb_run_time_model(
+	OUT seconds_per_cost float8,
+	OUT rate_samples bigint,
+	OUT known_queries int,
+	OUT max_known_queries int)
+RETURNS record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION mccdb_run_time_model() IS
+'How run times are predicted: planner cost times a learned rate, or a query''s own history by queryid';
+
+CREATE FUNCTION mccdb_learned_reset()
+RETURNS void
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
 
 -- Load this table into the server: every row is checked before any takes
 -- effect; the matrix survives restarts and crash recovery.
@@ -276,3 +307,4 @@ REVOKE ALL ON FUNCTION mccdb_set_interference(text, text, float8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION mccdb_load_interference() FROM PUBLIC;
 REVOKE ALL ON FUNCTION mccdb_clear_interference() FROM PUBLIC;
 REVOKE ALL ON FUNCTION mccdb_replace_interference(text[], text[], float8[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION mccdb_learned_reset() FROM PUBLIC;

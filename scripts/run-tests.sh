@@ -114,6 +114,11 @@ test_extension() {
 	rc=$?
 	[ $rc -eq 0 ] || cat "$LOGDIR/resctrl.log"
 	record "resctrl back end against a fake resctrl tree" $rc
+	make -s -C "$MCCDB_ROOT/pg_extension" test/model/test_model >"$LOGDIR/model.log" 2>&1 &&
+		"$MCCDB_ROOT/pg_extension/test/model/test_model" >>"$LOGDIR/model.log" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] || cat "$LOGDIR/model.log"
+	record "predictive policy: admission rule with fixed predictions, learning from synthetic completions" $rc
 	pg_env test
 	"$PY" -m pytest -q "$MCCDB_ROOT/pg_extension/test/concurrency" >"$LOGDIR/concurrency.log" 2>&1
 	rc=$?
