@@ -145,10 +145,15 @@ typedef struct AdmissionEntry
 	double		overlap_ms[3];	/* time a query of each class ran beside it */
 } AdmissionEntry;
 
-/* What was learned of one query (by queryid): its run time alone. */
+/*
+ * What was learned of one query: its run time alone.  Keyed by queryid and
+ * the plan's locality class, since plans of one query text (a hash join, an
+ * index join) can run for very different times.
+ */
 typedef struct KnownQuery
 {
 	uint64		queryid;		/* 0 = free */
+	int			cls;
 	ModelCell	seconds;		/* log of its alone run time */
 	TimestampTz last_used;
 } KnownQuery;
@@ -401,7 +406,7 @@ account_running(TimestampTz now)
 }
 
 static KnownQuery *
-known_query(uint64 queryid, bool create, TimestampTz now)
+known_query(uint64 queryid, int cls, bool create, TimestampTz now)
 {
 	KnownQuery *oldest = NULL;
 	int			i;
@@ -412,7 +417,7 @@ known_query(uint64 queryid, bool create, TimestampTz now)
 	{
 		KnownQuery *k = &adm->known[i];
 
-		if (k->queryid == queryid)
+		if (k->queryid == queryid && k->cls == cls)
 			return k;
 		if (oldest == NULL || k->last_used < oldest->last_used)
 			oldest = k;
@@ -422,15 +427,16 @@ known_query(uint64 queryid, bool create, TimestampTz now)
 	/* bounded, like pg_stat_statements: the least recently used makes room */
 	memset(oldest, 0, sizeof(*oldest));
 	oldest->queryid = queryid;
+	oldest->cls = cls;
 	oldest->last_used = now;
 	return oldest;
 }
 
 /* Seconds a query runs alone: its own history, else its cost at the learned rate. */
 static double
-predict_seconds(uint64 queryid, double cost, TimestampTz now)
+predict_seconds(uint64 queryid, int cls, double cost, TimestampTz now)
 {
-	KnownQuery *k = known_query(queryid, false, now);
+	KnownQuery *k = known_query(queryid, cls, false, now);
 
 	if (k && k->seconds.weight > 0)
 	{
@@ -441,28 +447,39 @@ predict_seconds(uint64 queryid, double cost, TimestampTz now)
 }
 
 /*
- * An admitted statement is done: its measured time over its predicted
- * alone time teaches the matrix cells of the classes it ran beside, and
- * its corrected alone time teaches its own history and the rate.  Caller
+ * An admitted statement is done.  If its alone time was predicted from its
+ * own history, its measured time over that teaches the matrix cells of the
+ * classes it ran beside (a prediction from the cost alone is too rough to
+ * tell interference from its own error).  Its alone time, corrected by the
+ * slowdown the matrix predicts, teaches its history and the rate.  Caller
  * holds the lock exclusively and has charged the running time.
  */
 static void
 learn_from(AdmissionEntry *e, TimestampTz now)
 {
 	double		overlap[3];
+	double		m[3][3];
 	double		seconds = e->run_ms / 1000.0;
-	double		slowdown;
+	double		slowdown = 1.0;
 	double		alone;
 	KnownQuery *k;
 	int			c;
 
 	if (e->run_ms < MIN_LEARN_MS || !(e->predicted > 0))
 		return;
+	k = known_query(e->queryid, e->cls, false, now);
 	for (c = 0; c < 3; c++)
 		overlap[c] = e->overlap_ms[c] / e->run_ms;
-	slowdown = model_learn_completion(adm->learned, e->cls, seconds / e->predicted, overlap);
+	if (k != NULL && k->seconds.weight > 0)
+		slowdown = model_learn_completion(adm->learned, e->cls, seconds / e->predicted, overlap);
+	else
+	{
+		model_matrix((const ModelCell (*)[3]) adm->learned, m);
+		for (c = 0; c < 3; c++)
+			slowdown += overlap[c] * (m[e->cls][c] - 1.0);
+	}
 	alone = seconds / Max(slowdown, 0.1);
-	if ((k = known_query(e->queryid, true, now)) != NULL)
+	if (k != NULL || (k = known_query(e->queryid, e->cls, true, now)) != NULL)
 	{
 		model_cell_add(&k->seconds, alone, 1.0);
 		k->last_used = now;
@@ -914,7 +931,7 @@ wait_for_admission(MccdbStatement *st)
 	e->since = enqueued;
 	e->queryid = st->queryDesc->plannedstmt->queryId;
 	e->cost = mccdb_real_cost(st->queryDesc->plannedstmt->planTree);
-	e->predicted = predict_seconds(e->queryid, e->cost, enqueued);
+	e->predicted = predict_seconds(e->queryid, e->cls, e->cost, enqueued);
 	holding = true;
 	holding_statement = st;
 	LWLockRelease(adm->lock);

@@ -7,6 +7,8 @@ CREATE EXTENSION IF NOT EXISTS mccdb;
 SET mccdb.llc_size = '1MB';
 SET max_parallel_workers_per_gather = 0;
 SET jit = off;
+-- mccdb asks for query ids (EnableQueryId); VERBOSE would print them
+SET compute_query_id = off;
 
 CREATE TABLE dim (k int PRIMARY KEY, name text, grp int);
 INSERT INTO dim SELECT g, 'name-' || g, g % 10 FROM generate_series(1, 20000) g;

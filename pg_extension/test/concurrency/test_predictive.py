@@ -1,0 +1,104 @@
+"""The predictive policy against the real server, many sessions.
+
+Its rule and its learning arithmetic are unit-tested in test/model; here:
+it never changes results, it never leaves a slot idle while a query waits,
+and finished queries teach it their run times and interference.
+"""
+import hashlib
+import threading
+
+from conftest import configure, connect, query, wait_until
+
+from test_scheduler import batch, overlapping_pairs
+
+
+def rows_md5(c, sql):
+    rows = c.execute(sql).fetchall()
+    return hashlib.md5(repr(sorted(map(repr, rows))).encode()).hexdigest()
+
+
+def test_every_ssb_and_plq_query_gives_the_same_rows_under_predictive(ctl):
+    queries = ctl.execute("select suite || '/' || name, sql from mccdb_test_queries "
+                          "where suite = 'ssb' or name in ('plq_01', 'plq_05', 'plq_12', 'plq_25') "
+                          "order by 1").fetchall()
+    queries = [(name, sql.strip().rstrip(";")) for name, sql in queries]
+    assert len(queries) >= 17
+    with connect() as c:
+        c.execute("set max_parallel_workers_per_gather = 0")
+        want = {name: rows_md5(c, sql) for name, sql in queries}
+
+    # one slot and four sessions: most queries wait, every one is admitted
+    configure(ctl, schedule="predictive", corun_slots=1, max_wait="10min")
+    admitted_before = ctl.execute("select admitted from mccdb_scheduler()").fetchone()[0]
+    got, errors, lock = {}, [], threading.Lock()
+
+    def worker(part):
+        try:
+            with connect() as c:
+                c.execute("set max_parallel_workers_per_gather = 0")
+                c.execute("set statement_timeout = '120s'")
+                for name, sql in part:
+                    h = rows_md5(c, sql)
+                    with lock:
+                        got[name] = h
+        except Exception as e:  # reported by the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(queries[i::4],)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert not errors, errors
+    assert got == want
+    assert ctl.execute("select admitted from mccdb_scheduler()").fetchone()[0] > admitted_before, \
+        "the queries went through the gate"
+
+
+def test_predictive_admits_into_every_free_slot(ctl):
+    # a batch of two hash and two index joins into two slots: the two first
+    # admitted start together, whatever their classes (SLS may leave one idle)
+    sql = query(ctl, "plq_04")
+    _, _, runs = batch(ctl, "predictive", sql, sql)
+    assert len(runs) == 4
+    first, second = runs[0], runs[1]
+    assert abs((second[2] - first[2]).total_seconds()) < 0.5, \
+        "both slots were filled at release"
+    assert overlapping_pairs(runs), "queries ran together"
+
+
+def test_finished_queries_teach_run_times_and_interference(ctl):
+    ctl.execute("select mccdb_learned_reset()")
+    model = ctl.execute("select rate_samples, known_queries from mccdb_run_time_model()").fetchone()
+    assert model == (0, 0)
+    sql = query(ctl, "plq_04")
+    for _ in range(2):
+        batch(ctl, "predictive", sql, sql)
+    rate_samples, known = ctl.execute(
+        "select rate_samples, known_queries from mccdb_run_time_model()").fetchone()
+    assert rate_samples >= 8, "every finished gated query taught the rate"
+    assert known >= 1, "the query is known by its queryid"
+    learned = ctl.execute("select sum(samples) from mccdb_learned_interference()").fetchone()[0]
+    assert learned >= 4, "queries that ran together taught the matrix"
+
+    # the next waiter's prediction is close to its measured run time
+    measured = ctl.execute(
+        "select avg(extract(epoch from released - admitted)) from mccdb_recent_queries "
+        "where query like '/* batch-predictive-%'").fetchone()[0]
+    configure(ctl, schedule="predictive", corun_slots=1, max_wait="10min")
+    ctl.execute("select mccdb_hold_admission(true)")
+    def one_more():
+        with connect() as c:
+            c.execute("set max_parallel_workers_per_gather = 0")
+            c.execute(sql)
+
+    t = threading.Thread(target=one_more)
+    t.start()
+    try:
+        wait_until(ctl, "select count(*) from mccdb_queue where state = 'waiting'", 1)
+        predicted = ctl.execute("select predicted_s from mccdb_queue").fetchone()[0]
+    finally:
+        ctl.execute("select mccdb_hold_admission(false)")
+        t.join(60)
+    assert float(measured) / 3 <= predicted <= float(measured) * 3, \
+        f"predicted {predicted:.3f} s for a query measured at {float(measured):.3f} s"
