@@ -8,23 +8,13 @@
 #include <string.h>
 
 #include "../../model.h"
+#include "../tap.h"
 
 enum
 {
 	S, M, W						/* strong, moderate, weak */
 };
 
-static int	n = 0,
-			failed = 0;
-
-static void
-ok(int cond, const char *what)
-{
-	n++;
-	if (!cond)
-		failed++;
-	printf("%sok %d - %s\n", cond ? "" : "not ", n, what);
-}
 
 static int
 near(double a, double b, double rel)
@@ -171,6 +161,5 @@ main(void)
 {
 	test_rule();
 	test_learning();
-	printf("1..%d\n", n);
-	return failed ? 1 : 0;
+	return tap_done();
 }

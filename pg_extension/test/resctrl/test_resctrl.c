@@ -9,18 +9,8 @@
 #include <unistd.h>
 
 #include "../../resctrl.h"
+#include "../tap.h"
 
-static int	n = 0,
-			failed = 0;
-
-static void
-ok(int cond, const char *what)
-{
-	n++;
-	if (!cond)
-		failed++;
-	printf("%sok %d - %s\n", cond ? "" : "not ", n, what);
-}
 
 static void
 put(const char *root, const char *name, const char *text)
@@ -60,7 +50,7 @@ main(void)
 	char		err[256];
 	char	   *s;
 
-	printf("TAP version 13\n1..11\n");
+	printf("TAP version 13\n");
 	if (!mkdtemp(root))
 		return 1;
 
@@ -102,6 +92,5 @@ main(void)
 	snprintf(path, sizeof(path), "rm -rf '%s'", root);
 	if (system(path) != 0)
 		return 1;
-	printf("# %d of %d failed\n", failed, n);
-	return failed ? 1 : 0;
+	return tap_done();
 }
