@@ -206,7 +206,7 @@ mccdb_plan_candidates(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	push_error_context(&errcb, sql);
 	mccdb_generate_candidates(analyze_query_text(sql), sql,
-							  CURSOR_OPT_PARALLEL_OK, NULL, &choice);
+							  CURSOR_OPT_PARALLEL_OK, NULL, 0.0, &choice);
 	ExecCheckRTPerms(choice.candidates[0].plan->rtable, true);
 	error_context_stack = errcb.previous;
 

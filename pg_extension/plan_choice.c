@@ -31,6 +31,7 @@
 #include "access/parallel.h"
 #include "admission.h"
 #include "commands/extension.h"
+#include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
 #include "optimizer/planner.h"
 #include "plan_choice.h"
@@ -47,6 +48,7 @@ static const struct config_enum_entry plan_policy_options[] = {
 /* GUCs */
 static int	plan_policy = MCCDB_PLAN_OFF;
 static double cost_slack = 0.30;
+static double plan_above_cost = 1000.0;
 
 static planner_hook_type prev_planner = NULL;
 
@@ -106,16 +108,17 @@ plan_candidate(const CandidateKind *kind, Query *parse, const char *query_string
 void
 mccdb_generate_candidates(Query *parse, const char *query_string,
 						  int cursorOptions, ParamListInfo boundParams,
-						  MccdbPlanChoice *choice)
+						  double above_cost, MccdbPlanChoice *choice)
 {
 	Cost		cheapest = 0;
+	int			n = MCCDB_MAX_CANDIDATES;
 	int			i;
 
 	memset(choice, 0, sizeof(*choice));
 	planning_candidates = true;
 	PG_TRY();
 	{
-		for (i = 0; i < MCCDB_MAX_CANDIDATES; i++)
+		for (i = 0; i < n; i++)
 		{
 			MccdbCandidate *c = &choice->candidates[i];
 			MccdbLocality loc;
@@ -129,6 +132,9 @@ mccdb_generate_candidates(Query *parse, const char *query_string,
 			c->bytes = loc.bytes;
 			if (i == 0 || c->cost < cheapest)
 				cheapest = c->cost;
+			/* a cheap query pays for its standard plan only (jit_above_cost) */
+			if (i == 0 && c->cost < above_cost)
+				n = 1;
 		}
 	}
 	PG_FINALLY();
@@ -137,7 +143,7 @@ mccdb_generate_candidates(Query *parse, const char *query_string,
 	}
 	PG_END_TRY();
 
-	choice->ncandidates = MCCDB_MAX_CANDIDATES;
+	choice->ncandidates = n;
 	for (i = 0; i < choice->ncandidates; i++)
 		choice->candidates[i].kept =
 			choice->candidates[i].cost <= cheapest * (1.0 + cost_slack);
@@ -207,16 +213,34 @@ choose(MccdbPlanChoice *choice, MccdbPlanPolicy policy)
 	choice->chosen_plan = choice->candidates[pick].plan;
 }
 
-/* Base relations in the range table: plan choice only matters with joins. */
+/*
+ * Count the base relations anywhere in a query: its range table, the
+ * subqueries of views and FROM, EXISTS and IN sublinks, CTEs.
+ */
+static bool
+count_relations(Node *node, int *n)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+	{
+		if (((RangeTblEntry *) node)->rtekind == RTE_RELATION)
+			(*n)++;
+		return false;
+	}
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, count_relations, n,
+								 QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, count_relations, n);
+}
+
+/* Plan choice only matters with joins, wherever they are in the query. */
 static bool
 has_join(Query *parse)
 {
-	ListCell   *lc;
 	int			n = 0;
 
-	foreach(lc, parse->rtable)
-		if (((RangeTblEntry *) lfirst(lc))->rtekind == RTE_RELATION)
-			n++;
+	(void) count_relations((Node *) parse, &n);
 	return n >= 2;
 }
 
@@ -235,7 +259,9 @@ mccdb_planner(Query *parse, const char *query_string, int cursorOptions,
 		return next_planner(parse, query_string, cursorOptions, boundParams);
 
 	mccdb_generate_candidates(parse, query_string, cursorOptions, boundParams,
-							  &choice);
+							  plan_above_cost, &choice);
+	if (choice.ncandidates == 1)
+		return choice.candidates[0].plan;	/* below mccdb.plan_above_cost */
 	choose(&choice, (MccdbPlanPolicy) plan_policy);
 	last_choice = choice;
 	return choice.chosen_plan;
@@ -268,6 +294,13 @@ mccdb_plan_choice_init(void)
 							 "sls: strong, else weak, else moderate locality; mls: keep the strong/moderate and weak queues balanced; off: PostgreSQL's plan.",
 							 &plan_policy,
 							 MCCDB_PLAN_OFF, plan_policy_options,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomRealVariable("mccdb.plan_above_cost",
+							 "Queries whose standard plan costs less are not given candidate plans.",
+							 "As jit_above_cost: cheap queries pay for one plan only.",
+							 &plan_above_cost,
+							 1000.0, 0.0, 1e100,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 	DefineCustomRealVariable("mccdb.cost_slack",

@@ -46,9 +46,10 @@ extern void mccdb_plan_choice_init(void);
 extern const char *mccdb_plan_policy_name(MccdbPlanPolicy policy);
 
 /* Plan the query once per candidate kind and mark those within the slack. */
+/* All candidates, or only the standard plan when it costs less than above_cost. */
 extern void mccdb_generate_candidates(Query *parse, const char *query_string,
 									  int cursorOptions, ParamListInfo boundParams,
-									  MccdbPlanChoice *choice);
+									  double above_cost, MccdbPlanChoice *choice);
 
 /* The choice made for the plan the planner returned last, or NULL. */
 extern const MccdbPlanChoice *mccdb_plan_choice_of(PlannedStmt *plan, MemoryContext cxt);

@@ -6,7 +6,7 @@
 \set ON_ERROR_STOP 1
 \set QUIET 1
 BEGIN;
-SELECT plan(27);
+SELECT plan(34);
 SET LOCAL client_min_messages = warning;
 SET LOCAL jit = off;
 SET LOCAL max_parallel_workers_per_gather = 0;
@@ -56,6 +56,28 @@ SELECT is(pg_temp.explain_json(:'q') -> 0 -> 'MCC-DB' -> 'Plan Choice' ->> 'Chos
 SET LOCAL mccdb.plan_policy = 'off';
 SELECT ok(pg_temp.explain_json(:'q') -> 0 -> 'MCC-DB' -> 'Plan Choice' IS NULL, 'policy off: PostgreSQL''s plan, no choice shown');
 RESET mccdb.cost_slack;
+
+-- joins anywhere in the query get candidates: a view, a FROM subquery, EXISTS, IN
+CREATE VIEW pc_view AS SELECT k, v, grp FROM pc_dim JOIN pc_fact USING (k);
+SET LOCAL mccdb.plan_policy = 'sls';
+SELECT is(pg_temp.explain_json('SELECT sum(v) FROM pc_view WHERE grp < 2')
+			-> 0 -> 'MCC-DB' -> 'Plan Choice' ->> 'Policy', 'sls', 'a join inside a view gets candidates');
+SELECT is(pg_temp.explain_json('SELECT count(*) FROM (SELECT v FROM pc_dim JOIN pc_fact USING (k) WHERE grp < 2 OFFSET 0) s')
+			-> 0 -> 'MCC-DB' -> 'Plan Choice' ->> 'Policy', 'sls', 'a join inside a FROM subquery gets candidates');
+SELECT is(pg_temp.explain_json('SELECT count(*) FROM pc_fact f WHERE EXISTS (SELECT 1 FROM pc_dim d WHERE d.k = f.k AND d.grp < 2)')
+			-> 0 -> 'MCC-DB' -> 'Plan Choice' ->> 'Policy', 'sls', 'an EXISTS sublink gets candidates');
+SELECT is(pg_temp.explain_json('SELECT count(*) FROM pc_fact WHERE k IN (SELECT k FROM pc_dim WHERE grp < 2)')
+			-> 0 -> 'MCC-DB' -> 'Plan Choice' ->> 'Policy', 'sls', 'an IN sublink gets candidates');
+SELECT ok(pg_temp.explain_json('SELECT count(*) FROM pc_fact WHERE v < 10')
+			-> 0 -> 'MCC-DB' -> 'Plan Choice' IS NULL, 'one table, no join: no candidates');
+-- mccdb.plan_above_cost: a query cheaper than it is planned once, as stock
+SET LOCAL mccdb.plan_above_cost = 1e12;
+SELECT ok(pg_temp.explain_json(:'q') -> 0 -> 'MCC-DB' -> 'Plan Choice' IS NULL,
+		  'below mccdb.plan_above_cost: the standard plan, no candidates');
+SELECT is((SELECT count(*) FROM mccdb_plan_candidates(:'q')), 3::bigint,
+		  'mccdb_plan_candidates() still shows every candidate');
+RESET mccdb.plan_above_cost;
+SET LOCAL mccdb.plan_policy = 'off';
 
 -- GUCs: clear errors for bad values, server-wide ones not settable per session
 SELECT throws_ok($$SET mccdb.plan_policy = 'greedy'$$, '22023', NULL, 'plan_policy takes off, sls or mls');
