@@ -89,8 +89,10 @@ def test_fig6_quick_end_to_end(db, tmp_path):
     res, rows = fig6.main(["--quick", "--db", db, "--outdir", str(tmp_path), "--plq", "1,25", "--quiet"])
     md = res.write().read_text()
     assert (tmp_path / "fig6-co-scheduling-quick.png").exists()
-    assert {r[2] for r in rows} == {"off", "sls", "mls", "adaptive"}
-    assert all(r[-1] == "1.00" for r in rows if r[2] == "off")
+    assert {r[2] for r in rows} == {"off", "sls", "mls", "adaptive", "predictive"}
+    assert all(r[-2] == "1.00" for r in rows if r[2] == "off")
+    # no batch finishes sooner than the zero-interference limit (timer noise aside)
+    assert all(float(r[-1].split()[0]) > 0.8 for r in rows), rows
     assert "| PLQ_25 |" in md and "- Command: `" in md
     with pg.connect(db) as c:
         assert c.execute("select policy from mccdb_scheduler()").fetchone()[0] == "off"
