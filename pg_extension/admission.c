@@ -156,6 +156,16 @@ typedef struct KnownQuery
 	int			cls;
 	ModelCell	seconds;		/* log of its alone run time */
 	TimestampTz last_used;
+	/* cumulative statistics, as pg_stat_statements keeps (mccdb_query_stats) */
+	int64		admissions;
+	int64		bypasses;		/* top-level SELECTs of it the gate let pass */
+	int64		starved;		/* admitted because of mccdb.max_wait */
+	int64		lock_admitted;	/* admitted because others waited for its locks */
+	double		total_wait_ms;
+	double		max_wait_ms;
+	int64		coruns;			/* runs with company, measured against its history */
+	double		slowdown_sum;	/* of those runs: run time / alone time */
+	TimestampTz since;			/* when these counters started */
 } KnownQuery;
 
 typedef struct AdmissionShared
@@ -429,6 +439,7 @@ known_query(uint64 queryid, int cls, bool create, TimestampTz now)
 	oldest->queryid = queryid;
 	oldest->cls = cls;
 	oldest->last_used = now;
+	oldest->since = now;
 	return oldest;
 }
 
@@ -471,7 +482,14 @@ learn_from(AdmissionEntry *e, TimestampTz now)
 	for (c = 0; c < 3; c++)
 		overlap[c] = e->overlap_ms[c] / e->run_ms;
 	if (k != NULL && k->seconds.weight > 0)
+	{
 		slowdown = model_learn_completion(adm->learned, e->cls, seconds / e->predicted, overlap);
+		if (overlap[0] + overlap[1] + overlap[2] > 0)
+		{
+			k->coruns++;
+			k->slowdown_sum += seconds / e->predicted;
+		}
+	}
 	else
 	{
 		model_matrix((const ModelCell (*)[3]) adm->learned, m);
@@ -880,8 +898,12 @@ gate_applies(MccdbStatement *st)
 /* Take the slots of this backend's entry as admitted; caller holds the lock. */
 static void
 admit_locked(MccdbStatement *st, AdmissionEntry *e, TimestampTz enqueued,
-			 TimestampTz now)
+			 TimestampTz now, bool for_locks)
 {
+	KnownQuery *k = known_query(e->queryid, e->cls, true, now);
+	double		waited_ms = (double) (now - enqueued) / 1000.0;
+	bool		starved = TimestampDifferenceExceeds(enqueued, now, max_wait_ms);
+
 	account_running(now);
 	e->state = ENTRY_RUNNING;
 	e->since = now;
@@ -889,8 +911,19 @@ admit_locked(MccdbStatement *st, AdmissionEntry *e, TimestampTz enqueued,
 	e->slots = Min(e->slots, total_slots());
 	adm->used_slots += e->slots;
 	adm->admitted_total++;
-	if (TimestampDifferenceExceeds(enqueued, now, max_wait_ms))
+	if (starved)
 		adm->starved_total++;
+	if (for_locks)
+		adm->lock_admitted_total++;
+	if (k != NULL)
+	{
+		k->admissions++;
+		k->starved += starved;
+		k->lock_admitted += for_locks;
+		k->total_wait_ms += waited_ms;
+		k->max_wait_ms = Max(k->max_wait_ms, waited_ms);
+		k->last_used = now;
+	}
 	st->admission.gated = true;
 	st->admission.admit_seq = e->admit_seq;
 	st->admission.admitted = now;
@@ -960,9 +993,7 @@ wait_for_admission(MccdbStatement *st)
 			lend_stalled_slots(now);
 			if (blocked != 0 || pick_next(now) == e)
 			{
-				admit_locked(st, e, enqueued, now);
-				if (blocked != 0)
-					adm->lock_admitted_total++;
+				admit_locked(st, e, enqueued, now, blocked != 0);
 				admitted = true;
 			}
 			LWLockRelease(adm->lock);
@@ -1001,6 +1032,30 @@ wait_for_admission(MccdbStatement *st)
 	/* Another waiter may fit in the slots that are still free. */
 	ConditionVariableBroadcast(&adm->cv);
 	return admitted;
+}
+
+/*
+ * A top-level SELECT the gate let pass: counted for a query the gate has
+ * admitted before (cheap queries that never were get no entry, so they
+ * cannot crowd out the ones that matter).
+ */
+static void
+count_bypass(MccdbStatement *st)
+{
+	uint64		queryid = st->queryDesc->plannedstmt->queryId;
+	int			i;
+
+	if (schedule == MCCDB_SCHEDULE_OFF || adm == NULL || !st->top || queryid == 0 ||
+		st->queryDesc->operation != CMD_SELECT)
+		return;
+	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
+	for (i = 0; i < KNOWN_QUERIES; i++)
+		if (adm->known[i].queryid == queryid)
+		{
+			adm->known[i].bypasses++;
+			break;
+		}
+	LWLockRelease(adm->lock);
 }
 
 /* An admitted statement runs again (the next FETCH): take its slots back. */
@@ -1057,6 +1112,7 @@ mccdb_admission_run(MccdbStatement *st, ScanDirection direction,
 		retake_slots(st);
 	else if (!gate_applies(st) || !wait_for_admission(st))
 	{
+		count_bypass(st);
 		run(st->queryDesc, direction, count, execute_once);
 		return;
 	}
@@ -1132,6 +1188,8 @@ PG_FUNCTION_INFO_V1(mccdb_interference_matrix);
 PG_FUNCTION_INFO_V1(mccdb_learned_interference);
 PG_FUNCTION_INFO_V1(mccdb_run_time_model);
 PG_FUNCTION_INFO_V1(mccdb_learned_reset);
+PG_FUNCTION_INFO_V1(mccdb_query_stats);
+PG_FUNCTION_INFO_V1(mccdb_query_stats_reset);
 
 /* The running, lending and waiting queries, oldest first. */
 Datum
@@ -1483,6 +1541,70 @@ mccdb_run_time_model(PG_FUNCTION_ARGS)
 	values[3] = Int32GetDatum(KNOWN_QUERIES);
 	LWLockRelease(adm->lock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* Per query and plan class: what the gate did with it, and what it measured. */
+Datum
+mccdb_query_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	KnownQuery *copy;
+	int			n = 0,
+				i;
+
+	require_shmem();
+	InitMaterializedSRF(fcinfo, 0);
+	copy = palloc(sizeof(KnownQuery) * KNOWN_QUERIES);
+	LWLockAcquire(adm->lock, LW_SHARED);
+	for (i = 0; i < KNOWN_QUERIES; i++)
+		if (adm->known[i].queryid != 0)
+			copy[n++] = adm->known[i];
+	LWLockRelease(adm->lock);
+	for (i = 0; i < n; i++)
+	{
+		KnownQuery *k = &copy[i];
+		Datum		values[13];
+		bool		nulls[13] = {0};
+
+		values[0] = Int64GetDatum((int64) k->queryid);
+		values[1] = CStringGetTextDatum(mccdb_locality_class_name(k->cls));
+		values[2] = Int64GetDatum(k->admissions);
+		values[3] = Int64GetDatum(k->bypasses);
+		values[4] = Float8GetDatum(k->total_wait_ms);
+		values[5] = Float8GetDatum(k->max_wait_ms);
+		values[6] = Float8GetDatum(k->admissions ? k->total_wait_ms / k->admissions : 0);
+		values[7] = Int64GetDatum(k->starved);
+		values[8] = Int64GetDatum(k->lock_admitted);
+		values[9] = Int64GetDatum(k->coruns);
+		values[10] = Float8GetDatum(k->coruns ? k->slowdown_sum / k->coruns : 0);
+		nulls[10] = k->coruns == 0;
+		values[11] = Float8GetDatum(model_cell_value(&k->seconds, 0));
+		nulls[11] = k->seconds.weight == 0;
+		values[12] = TimestampTzGetDatum(k->since);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/* Reset the statistics, keeping what was learned of run times. */
+Datum
+mccdb_query_stats_reset(PG_FUNCTION_ARGS)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int			i;
+
+	require_shmem();
+	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
+	for (i = 0; i < KNOWN_QUERIES; i++)
+	{
+		KnownQuery *k = &adm->known[i];
+
+		k->admissions = k->bypasses = k->starved = k->lock_admitted = k->coruns = 0;
+		k->total_wait_ms = k->max_wait_ms = k->slowdown_sum = 0;
+		k->since = now;
+	}
+	LWLockRelease(adm->lock);
+	PG_RETURN_VOID();
 }
 
 /* Forget everything learned: matrix cells, rate, run times. */

@@ -107,6 +107,35 @@ RETURNS void
 AS 'MODULE_PATHNAME'
 LANGUAGE C STRICT VOLATILE;
 
+CREATE FUNCTION mccdb_query_stats(
+	OUT queryid bigint,
+	OUT locality text,
+	OUT admissions bigint,
+	OUT bypasses bigint,
+	OUT total_wait_ms float8,
+	OUT max_wait_ms float8,
+	OUT mean_wait_ms float8,
+	OUT admitted_after_max_wait bigint,
+	OUT admitted_for_locks bigint,
+	OUT coruns bigint,
+	OUT mean_corun_slowdown float8,
+	OUT alone_s float8,
+	OUT since timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
+CREATE VIEW mccdb_query_stats AS
+	SELECT * FROM mccdb_query_stats();
+
+COMMENT ON VIEW mccdb_query_stats IS
+'Per query (queryid) and plan class, since the last reset: admissions, bypasses, waits, admissions after max_wait or for locks, measured co-run slowdown, learned alone time';
+
+CREATE FUNCTION mccdb_query_stats_reset()
+RETURNS void
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE;
+
 -- Load this table into the server: every row is checked before any takes
 -- effect; the matrix survives restarts and crash recovery.
 CREATE OR REPLACE FUNCTION mccdb_load_interference()
@@ -122,3 +151,4 @@ $$;
 
 REVOKE ALL ON FUNCTION mccdb_replace_interference(text[], text[], float8[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION mccdb_learned_reset() FROM PUBLIC;
+REVOKE ALL ON FUNCTION mccdb_query_stats_reset() FROM PUBLIC;

@@ -102,3 +102,26 @@ def test_finished_queries_teach_run_times_and_interference(ctl):
         t.join(60)
     assert float(measured) / 3 <= predicted <= float(measured) * 3, \
         f"predicted {predicted:.3f} s for a query measured at {float(measured):.3f} s"
+
+
+def test_query_stats_count_admissions_bypasses_and_waits(ctl):
+    ctl.execute("select mccdb_query_stats_reset()")
+    sql = query(ctl, "plq_04")
+    batch(ctl, "mls", sql, sql)
+    qid = ctl.execute("select queryid from mccdb_query_stats where admissions > 0 "
+                      "order by admissions desc limit 1").fetchone()
+    assert qid is not None, "the batch's query has statistics"
+    rows = ctl.execute("select locality, admissions, max_wait_ms, total_wait_ms from mccdb_query_stats "
+                       "where queryid = %s", qid).fetchall()
+    assert sum(r[1] for r in rows) == 4, rows
+    assert all(r[2] >= 0 and r[3] >= r[2] for r in rows), rows
+    # the gate considered it and let it pass: a bypass of the same query
+    configure(ctl, schedule="mls", corun_slots=2, max_wait="10min")
+    with connect() as c:
+        c.execute("set mccdb.min_cost = 1e30")
+        c.execute(sql)
+    assert ctl.execute("select sum(bypasses) from mccdb_query_stats where queryid = %s",
+                       qid).fetchone()[0] == 1
+    ctl.execute("select mccdb_query_stats_reset()")
+    assert ctl.execute("select coalesce(sum(admissions + bypasses), 0) from mccdb_query_stats"
+                       ).fetchone()[0] == 0
