@@ -201,8 +201,13 @@ explain_text(const MccdbLocality *loc, ExplainState *es)
 		MccdbTable *t = lfirst(lc);
 		char	   *line;
 
-		line = psprintf("estimated %s%s", mccdb_format_bytes(t->bytes),
-						t->counted ? "" : " (not counted)");
+		if (t->learned)
+			line = psprintf("learned %s (planner %s)%s", mccdb_format_bytes(t->bytes),
+							mccdb_format_bytes(t->planner_bytes),
+							t->counted ? "" : " (not counted)");
+		else
+			line = psprintf("estimated %s%s", mccdb_format_bytes(t->bytes),
+							t->counted ? "" : " (not counted)");
 		if (es->analyze && t->actual_bytes >= 0)
 			line = psprintf("%s, actual %s (%+.1f%%)", line,
 							mccdb_format_bytes(t->actual_bytes),
@@ -244,6 +249,9 @@ explain_structured(const MccdbLocality *loc, const MccdbPlanChoice *pc,
 		ExplainPropertyFloat("Estimated Rows", NULL, t->rows, 0, es);
 		ExplainPropertyInteger("Estimated Width", NULL, t->width, es);
 		ExplainPropertyInteger("Estimated Bytes", NULL, (int64) t->bytes, es);
+		ExplainPropertyText("Size Source", t->learned ? "learned" : "planner", es);
+		if (t->learned)
+			ExplainPropertyInteger("Planner Bytes", NULL, (int64) t->planner_bytes, es);
 		if (es->analyze && t->actual_rows >= 0)
 			ExplainPropertyFloat("Actual Rows", NULL, t->actual_rows, 0, es);
 		if (es->analyze && t->actual_bytes >= 0)

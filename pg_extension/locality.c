@@ -39,6 +39,7 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
 #include "parser/parsetree.h"
+#include "table_sizes.h"
 #include "utils/guc.h"
 
 /* GUCs: the class limits, as fractions of C (the paper: 1/3 and 3). */
@@ -179,8 +180,9 @@ mccdb_locality_describe(const MccdbLocality *loc)
 	char	   *llc = mccdb_format_bytes((double) loc->llc_bytes);
 
 	if (loc->bytes > 0)
-		return psprintf("%s (%s %s of LLC %s)", cls, loc->basis,
-						mccdb_format_bytes(loc->bytes), llc);
+		return psprintf("%s (%s %s of LLC %s%s)", cls, loc->basis,
+						mccdb_format_bytes(loc->bytes), llc,
+						loc->learned ? "; sizes learned from the last run" : "");
 	return psprintf("%s (%s; LLC %s)", cls, loc->basis, llc);
 }
 
@@ -293,6 +295,24 @@ new_table(MccdbTableKind kind, Plan *node, WalkState *w)
 }
 
 /*
+ * The size this table had when the query last ran, if known, replaces the
+ * planner's estimate (mccdb.learn_table_sizes): the row estimates are what
+ * the estimate gets wrong.
+ */
+static void
+use_learned_size(MccdbTable *t, WalkState *w)
+{
+	double		bytes;
+
+	if (mccdb_learned_table_bytes(w->stmt->queryId, t, &bytes))
+	{
+		t->planner_bytes = t->bytes;
+		t->bytes = bytes;
+		t->learned = true;
+	}
+}
+
+/*
  * Size of the in-memory hash table a Hash node builds, mirroring
  * ExecHashTableCreate() and dense_alloc() in nodeHash.c.
  */
@@ -334,6 +354,7 @@ estimate_hash_node(Hash *hash, WalkState *w)
 	if (t->nbatch > 1)
 		t->bytes = Min(t->bytes, (double) space_allowed);
 	t->bytes += (double) t->nbuckets * sizeof(HashJoinTuple);
+	use_learned_size(t, w);
 	return t;
 }
 
@@ -348,6 +369,7 @@ estimate_hash_agg(Plan *plan, long groups, Size transition_space, WalkState *w)
 	t->width = plan->plan_width;
 	t->relation = scanned_relation(outerPlan(plan), w->stmt);
 	t->bytes = Min(t->rows * entry, (double) get_hash_memory_limit());
+	use_learned_size(t, w);
 	t->counted = true;
 	w->upper_bytes += t->bytes;
 }
@@ -399,6 +421,7 @@ spine_join_role(Plan *join, WalkState *w, bool counted)
 		/* a MinimalTuple in a tuplestore: header + data + palloc chunk */
 		t->bytes = t->rows * (MAXALIGN(SizeofMinimalTupleHeader) +
 							  MAXALIGN(t->width) + 16);
+		use_learned_size(t, w);
 		t->counted = counted;
 		if (counted)
 			w->join_bytes += t->bytes;
@@ -579,6 +602,10 @@ mccdb_estimate_locality(PlannedStmt *stmt, MccdbLocality *out)
 
 	out->llc_bytes = llc;
 	out->tables = w.tables;
+	out->learned = false;
+	foreach(lc, w.tables)
+		if (((MccdbTable *) lfirst(lc))->counted && ((MccdbTable *) lfirst(lc))->learned)
+			out->learned = true;
 	out->bytes = w.join_bytes + w.upper_bytes;
 	if (w.found_join && w.bottom_hash_like > 0)
 	{

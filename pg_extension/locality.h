@@ -14,6 +14,8 @@
 #include "nodes/pg_list.h"
 #include "nodes/plannodes.h"
 
+struct PlanState;
+
 typedef enum MccdbLocalityClass
 {
 	MCCDB_STRONG,
@@ -41,6 +43,8 @@ typedef struct MccdbTable
 	int			nbatch;			/* hash joins: batches ExecChooseHashTableSize picks */
 	double		bytes;			/* estimated peak size in memory */
 	bool		counted;		/* part of the S that decides the class */
+	bool		learned;		/* bytes is the size of an earlier run, not the planner's */
+	double		planner_bytes;	/* the planner's estimate, when bytes is learned */
 	/* Filled in by mccdb_measure_tables() after execution, else negative. */
 	double		actual_bytes;	/* peak hash table memory (PostgreSQL's own) */
 	double		actual_rows;
@@ -53,6 +57,7 @@ typedef struct MccdbLocality
 	double		bytes;			/* S: the sizes that decide the class */
 	Size		llc_bytes;		/* C */
 	const char *basis;			/* why, in a few words (see docs/design.md) */
+	bool		learned;		/* some table counted in S has a learned size */
 	List	   *tables;			/* every MccdbTable found, counted or not */
 } MccdbLocality;
 

@@ -31,6 +31,7 @@
 #include "plan_choice.h"
 #include "recent.h"
 #include "state.h"
+#include "table_sizes.h"
 #include "tcop/utility.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -179,10 +180,12 @@ mccdb_ExecutorEnd(QueryDesc *queryDesc)
 	if (st != NULL)
 	{
 		bool		record = mccdb_recent_wants(st);
+		bool		learn = st->top && mccdb_table_sizes_enabled() &&
+			queryDesc->plannedstmt->queryId != 0;
 
 		mccdb_counters_statement_stop(st);
 		mccdb_admission_statement_end(st);
-		if (st->explain || record)
+		if (st->explain || record || learn)
 		{
 			MemoryContext old = CurrentMemoryContext;
 
@@ -197,6 +200,8 @@ mccdb_ExecutorEnd(QueryDesc *queryDesc)
 					mccdb_explain_statement_end(st);
 				if (record)
 					mccdb_recent_record(st);
+				if (learn)
+					mccdb_learn_table_sizes(queryDesc->plannedstmt->queryId, loc);
 			}
 			PG_CATCH();
 			{
@@ -231,6 +236,7 @@ _PG_init(void)
 
 	mccdb_cache_geometry_init();
 	mccdb_locality_init();
+	mccdb_table_sizes_init();
 	mccdb_explain_init();
 	mccdb_recent_init();
 	mccdb_plan_choice_init();

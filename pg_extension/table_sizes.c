@@ -1,0 +1,166 @@
+/*-------------------------------------------------------------------------
+ *
+ * table_sizes.c
+ *		Hash table sizes learned from earlier runs (see table_sizes.h).
+ *
+ * A shared hash table keyed by (queryid, plan node id, kind) holds the
+ * peak size each table had in the query's last run.  It is bounded
+ * (mccdb.learned_tables entries); when full, new tables are not added
+ * (the sizes of queries seen first stay), which keeps the cost of a
+ * lookup a single hash probe.  Sizes live in shared memory only: after a
+ * restart the first run of each query teaches them again.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "table_sizes.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+
+typedef struct LearnedKey
+{
+	uint64		queryid;
+	int32		plan_node_id;
+	int32		kind;			/* MccdbTableKind */
+} LearnedKey;
+
+typedef struct LearnedSize
+{
+	LearnedKey	key;
+	double		bytes;
+	double		rows;
+	int64		runs;
+} LearnedSize;
+
+/* GUCs */
+static bool learn_table_sizes = true;
+static int	learned_tables = 4096;
+
+static HTAB *sizes = NULL;
+static LWLock *sizes_lock = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static void
+sizes_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(hash_estimate_size(learned_tables, sizeof(LearnedSize)));
+	RequestNamedLWLockTranche("mccdb_table_sizes", 1);
+}
+
+static void
+sizes_shmem_startup(void)
+{
+	HASHCTL		info;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	sizes_lock = &(GetNamedLWLockTranche("mccdb_table_sizes"))->lock;
+	info.keysize = sizeof(LearnedKey);
+	info.entrysize = sizeof(LearnedSize);
+	sizes = ShmemInitHash("mccdb learned table sizes", learned_tables, learned_tables,
+						  &info, HASH_ELEM | HASH_BLOBS);
+	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+mccdb_table_sizes_init(void)
+{
+	DefineCustomBoolVariable("mccdb.learn_table_sizes",
+							 "Uses the hash table sizes a query had in its last run instead of the planner's estimate.",
+							 "EXPLAIN says which figure each table's size is.",
+							 &learn_table_sizes,
+							 true,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("mccdb.learned_tables",
+							"Hash tables whose sizes are remembered across runs.",
+							NULL,
+							&learned_tables,
+							4096, 16, 1000000,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = sizes_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = sizes_shmem_startup;
+}
+
+bool
+mccdb_table_sizes_enabled(void)
+{
+	return learn_table_sizes && sizes != NULL;
+}
+
+static LearnedKey
+key_of(uint64 queryid, const MccdbTable *t)
+{
+	LearnedKey	key;
+
+	memset(&key, 0, sizeof(key));
+	key.queryid = queryid;
+	key.plan_node_id = t->plan_node_id;
+	key.kind = t->kind;
+	return key;
+}
+
+bool
+mccdb_learned_table_bytes(uint64 queryid, const MccdbTable *t, double *bytes)
+{
+	LearnedKey	key;
+	LearnedSize *e;
+
+	if (!mccdb_table_sizes_enabled() || queryid == 0)
+		return false;
+	key = key_of(queryid, t);
+	LWLockAcquire(sizes_lock, LW_SHARED);
+	e = hash_search(sizes, &key, HASH_FIND, NULL);
+	if (e != NULL)
+		*bytes = e->bytes;
+	LWLockRelease(sizes_lock);
+	return e != NULL;
+}
+
+void
+mccdb_learn_table_sizes(uint64 queryid, const MccdbLocality *loc)
+{
+	ListCell   *lc;
+
+	if (!mccdb_table_sizes_enabled() || queryid == 0)
+		return;
+	LWLockAcquire(sizes_lock, LW_EXCLUSIVE);
+	foreach(lc, loc->tables)
+	{
+		MccdbTable *t = lfirst(lc);
+		LearnedKey	key;
+		LearnedSize *e;
+		bool		found;
+
+		if (t->actual_bytes <= 0)
+			continue;			/* not measured */
+		key = key_of(queryid, t);
+		e = hash_search(sizes, &key, HASH_FIND, NULL);
+		if (e == NULL)
+		{
+			/* bounded: when full, the sizes already there stay */
+			if (hash_get_num_entries(sizes) >= learned_tables)
+				continue;
+			e = hash_search(sizes, &key, HASH_ENTER_NULL, &found);
+			if (e == NULL)
+				continue;
+			e->runs = 0;
+		}
+		e->bytes = t->actual_bytes;
+		e->rows = t->actual_rows;
+		e->runs++;
+	}
+	LWLockRelease(sizes_lock);
+}
