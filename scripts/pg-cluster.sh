@@ -7,6 +7,8 @@
 #       --no-preload      do not put mccdb in shared_preload_libraries
 #       --set 'k = v'     extra postgresql.conf line (repeatable)
 #   pg-cluster.sh stop NAME               stop (no error if not running)
+#   pg-cluster.sh preload NAME on|off     restart with or without mccdb preloaded,
+#                                         keeping every other setting (stock = off)
 #   pg-cluster.sh destroy NAME            stop and delete the data directory
 #   pg-cluster.sh env NAME                print PGHOST/PGPORT/PGUSER/PGDATABASE exports
 #   pg-cluster.sh psql NAME [psql args]   run psql against the cluster
@@ -17,7 +19,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
 socket_dir() { echo "$MCCDB_VAR/run/$1"; }
 port_file() { echo "$(cluster_dir "$1")/port"; }
@@ -109,6 +111,21 @@ stop() {
 	fi
 }
 
+# Restart NAME with mccdb in shared_preload_libraries or not: a "stock"
+# server on the same data, for benchmarks that compare against one.
+set_preload() {
+	local name=$1 want=$2 dir conf
+	dir=$(cluster_dir "$name")
+	conf=$dir/data/mccdb.conf
+	[ -f "$conf" ] || die "cluster $name was never started"
+	case $want in on | off) ;; *) die "preload: on or off, not $want" ;; esac
+	as_cluster_user sed -i '/^shared_preload_libraries = /d' "$conf"
+	[ "$want" = on ] && echo "shared_preload_libraries = 'mccdb'" | as_cluster_user tee -a "$conf" >/dev/null
+	say "restarting cluster $name with mccdb preload $want"
+	as_cluster_user "$PG_BINDIR/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m fast -w -t 60 restart >/dev/null ||
+		{ tail -n 30 "$dir/server.log" >&2; die "cluster $name did not restart"; }
+}
+
 print_env() {
 	local port
 	port=$(cat "$(port_file "$1")" 2>/dev/null) || die "cluster $1 was never started"
@@ -124,6 +141,7 @@ start) [ $# -ge 1 ] || usage 1; start "$@" ;;
 stop) [ $# -eq 1 ] || usage 1; stop "$1" ;;
 destroy) [ $# -eq 1 ] || usage 1; stop "$1"; rm -rf "$(cluster_dir "$1")" ;;
 env) [ $# -eq 1 ] || usage 1; print_env "$1" ;;
+preload) [ $# -eq 2 ] || usage 1; set_preload "$1" "$2" ;;
 psql)
 	[ $# -ge 1 ] || usage 1
 	name=$1; shift

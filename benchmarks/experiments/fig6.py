@@ -16,10 +16,13 @@ times shared by the slots, or the longest, whichever is more).
     .venv/bin/python benchmarks/experiments/fig6.py --db plq --reps 3
     .venv/bin/python benchmarks/experiments/fig6.py --db ssb --quick     # a few minutes
 """
+import argparse
+import random
 import subprocess
 import sys
 
 from common import fmt_bytes, parser, say_fn, plq_query, locality, scale_of, pg, report, stats
+from harness.quiet import Guard
 
 POLICIES = ["off", "sls", "mls", "adaptive", "predictive"]
 GATE = ["set mccdb.min_cost = 0"]  # small scales: every instance goes through the gate
@@ -56,21 +59,33 @@ def main(argv=None):
     ap.add_argument("--calibrate", action="store_true",
                     help="run calibrate.py first when mccdb_interference is empty")
     ap.add_argument("--name", default=None)
+    ap.add_argument("--stock", action=argparse.BooleanOptionalAction, default=None,
+                    help="also run each batch on a stock server (the same cluster restarted "
+                         "without mccdb preloaded); default: on, off with --quick")
+    ap.add_argument("--no-guard", action="store_true",
+                    help="skip the quiet-machine guard (tests; never for results)")
     a = ap.parse_args(argv)
     if a.quick:
         a.reps = 1
         a.calibrate = True
+    if a.stock is None:
+        a.stock = not a.quick
     name = a.name or ("fig6-co-scheduling-quick" if a.quick else "fig6-co-scheduling")
     say = say_fn(a.quiet)
     ns = [int(x) for x in a.plq.split(",")]
     srv = pg.server_info(a.db)
     res = report.Result(name, "Figure 6: co-scheduling hash-join and index-join instances",
                         srv, scale_of(a.db), a.outdir)
+    guard = None if a.no_guard else Guard(say)
+    res.guard = guard
+    if guard:
+        guard.start()
     have_matrix = ensure_matrix(a.db, a.calibrate, say)
     policies = POLICIES if have_matrix else [p for p in POLICIES if p != "adaptive"]
     with pg.connect(a.db) as c:
         slots = c.execute("select slots from mccdb_scheduler()").fetchone()[0]
     rows, plot = [], {}
+    configs = (["stock"] if a.stock else []) + policies
     try:
         for n in ns:
             h, i = plq_query(n, "hash"), plq_query(n, "index")
@@ -92,12 +107,35 @@ def main(argv=None):
             # no schedule can finish the batch sooner than this without interference
             limit = max(2 * (alone[h.name] + alone[i.name]) / slots, alone[h.name], alone[i.name])
             per = {p: {"hexec": [], "hresp": [], "hcpu": [], "iexec": [], "batch": [], "rel": [], "lim": []}
-                   for p in policies}
+                   for p in configs}
             for r in range(a.reps):
-                off_batch = None
-                for p in policies:
-                    pg.set_schedule(p, a.db)
-                    total, qs = pg.run_batch([h, h, i, i], p, a.db)
+                # a new order each repetition; the stock server (a restart) first or last
+                order = policies[:]
+                random.Random(1000 * n + r).shuffle(order)
+                if a.stock:
+                    order = ["stock"] + order if r % 2 == 0 else order + ["stock"]
+                batches = {}
+                for p in order:
+                    if p == "stock":
+                        pg.set_preload(False, a.db)
+                        for q in (h, i):  # the restart emptied shared_buffers
+                            with pg.session(q, a.db) as c:
+                                pg.timed(c, q.sql)
+                    else:
+                        pg.set_schedule(p, a.db)
+                    if guard:
+                        guard.before(f"PLQ_{n} {p} (repetition {r + 1})")
+                    batches[p] = pg.run_batch([h, h, i, i], p, a.db)
+                    if guard:
+                        guard.after()
+                    if p == "stock":
+                        pg.set_preload(True, a.db)
+                        for q in (h, i):
+                            with pg.session(q, a.db) as c:
+                                pg.timed(c, q.sql)
+                base = batches["stock" if a.stock else "off"][0]
+                for p in configs:
+                    total, qs = batches[p]
                     d = per[p]
                     for x in qs[:2]:
                         d["hexec"].append(x["exec"] / alone[h.name])
@@ -107,14 +145,13 @@ def main(argv=None):
                     for x in qs[2:]:
                         d["iexec"].append(x["exec"] / alone[i.name])
                     d["batch"].append(total)
-                    if p == "off":
-                        off_batch = total
-                    d["rel"].append(total / off_batch)
+                    d["rel"].append(total / base)
                     d["lim"].append(total / limit)
-                    say(f"  rep {r + 1} {p:>8}: batch {total:.2f} s ({total / off_batch:.2f}x off), hash exec "
+                    say(f"  rep {r + 1} {p:>10}: batch {total:.2f} s ({total / base:.2f}x "
+                        f"{'stock' if a.stock else 'off'}), hash exec "
                         + ", ".join(f"{x['exec']:.2f}" for x in qs[:2]) + " s, index exec "
                         + ", ".join(f"{x['exec']:.2f}" for x in qs[2:]) + " s")
-            for p in policies:
+            for p in configs:
                 d = per[p]
                 s_h, s_r, s_b = (stats.summarize(d[k]) for k in ("hexec", "hresp", "rel"))
                 rows.append([f"PLQ_{n}", f"{hc} {fmt_bytes(hb)}", p, s_h.fmt(), stats.summarize(d["hcpu"]).fmt(),
@@ -128,7 +165,10 @@ def main(argv=None):
     res.add("Each batch: 2 hash-join + 2 index-join instances of PLQ_n (`force_hash.sql`, "
             "`force_index.sql`), one connection each, submitted together; `mccdb.corun_slots` "
             "default (CPUs sharing the LLC = 2). Slowdowns are over the plan's alone time measured "
-            "in the same run; batch ratio is over the `off` batch of the same repetition. CPU: the "
+            "in the same run; the batch ratio is over the " +
+            ("stock batch (the same cluster restarted without mccdb in shared_preload_libraries; "
+             "`off` is mccdb loaded with its policies off) " if a.stock else "`off` batch ") +
+            "of the same repetition; configurations in a new random order each repetition. CPU: the "
             "backend's CPU time (/proc/PID/schedstat), which waiting for a CPU or a slot does not "
             "inflate. "
             f"Median over {a.reps} repetition(s) (min-max). " +
@@ -136,22 +176,29 @@ def main(argv=None):
              "(run benchmarks/calibrate.py or pass --calibrate).** ") + "\n")
     res.table(["query", "hash plan class", "schedule", "hash instances: exec / alone",
                "hash instances: CPU / alone CPU", "hash instances: response / alone", "index instances: exec / alone",
-               "batch s", "batch / off", "batch / zero-interference limit"], rows)
+               "batch s", "batch / stock" if a.stock else "batch / off", "batch / zero-interference limit"], rows)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
-    w = 0.8 / len(policies)
-    for k, p in enumerate(policies):
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    w = 0.8 / len(configs)
+    base_name = "stock" if a.stock else "off"
+    for k, p in enumerate(configs):
         xs = [j + k * w for j in range(len(ns))]
-        ax1.bar(xs, [plot[(n, p)][0].median for n in ns], w, label=p)
-        ax2.bar(xs, [plot[(n, p)][1].median for n in ns], w, label=p)
-    for ax, t in ((ax1, "hash-join instances: exec / alone"), (ax2, "batch time / off")):
-        ax.set_xticks([j + w * (len(policies) - 1) / 2 for j in range(len(ns))])
+        for ax, idx in ((ax1, 0), (ax2, 1)):
+            sm = [plot[(n, p)][idx] for n in ns]
+            # error bars: min-max over the repetitions
+            ax.bar(xs, [x.median for x in sm], w, label=p,
+                   yerr=[[x.median - x.lo for x in sm], [x.hi - x.median for x in sm]], capsize=2)
+    for ax, t, yl in ((ax1, "hash-join instances", "execution time / alone"),
+                      (ax2, "batch of 2 hash + 2 index joins", f"batch time / {base_name}")):
+        ax.set_xticks([j + w * (len(configs) - 1) / 2 for j in range(len(ns))])
         ax.set_xticklabels([f"PLQ_{n}" for n in ns])
+        ax.set_xlabel("query")
+        ax.set_ylabel(yl)
         ax.axhline(1.0, color="black", lw=0.5)
         ax.set_title(t, fontsize=10)
-    ax1.legend(fontsize=8)
+    ax2.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     res.figure(fig)
     return res, rows
 

@@ -197,6 +197,32 @@ def set_schedule(policy, dbname=None, timeout=10.0):
         time.sleep(0.1)
 
 
+def set_preload(on, dbname=None, timeout=60.0):
+    """Restart the project cluster the libpq environment points at with mccdb
+    preloaded (on) or not (a stock server on the same data), keeping its
+    other settings (scripts/pg-cluster.sh preload)."""
+    import os
+    import pathlib
+    import subprocess
+    host = os.environ.get("PGHOST", "")
+    name = pathlib.Path(host).name
+    if not host.startswith("/") or not name:
+        raise RuntimeError("stock runs need a project cluster (eval \"$(scripts/pg-cluster.sh env NAME)\")")
+    root = pathlib.Path(__file__).resolve().parents[2]
+    subprocess.run([str(root / "scripts" / "pg-cluster.sh"), "preload", name, "on" if on else "off"],
+                   check=True, stdout=subprocess.DEVNULL)
+    deadline = time.time() + timeout
+    while True:
+        try:
+            with connect(dbname) as c:
+                c.execute("select 1")
+                return
+        except psycopg.OperationalError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def reset_schedule(dbname=None):
     with connect(dbname) as c:
         c.execute("alter system reset mccdb.schedule")
@@ -220,12 +246,13 @@ def run_batch(queries, policy, dbname=None, timeout=600.0):
     cpus = [None] * len(queries)
     errors = []
     barrier = threading.Barrier(len(queries) + 1)
-    held = policy != "off"
+    held = policy not in ("off", "stock")
+    mccdb = policy != "stock"     # stock: a server without mccdb preloaded
     ctl = connect(dbname)
     try:
         if held:
             ctl.execute("select mccdb_hold_admission(true)")
-        seq0 = ctl.execute("select coalesce(max(seq), 0) from mccdb_recent_queries").fetchone()[0]
+        seq0 = ctl.execute("select coalesce(max(seq), 0) from mccdb_recent_queries").fetchone()[0] if mccdb else 0
 
         def work(i):
             try:
@@ -266,7 +293,7 @@ def run_batch(queries, policy, dbname=None, timeout=600.0):
             raise errors[0]
         rows = ctl.execute(
             "select pid, extract(epoch from released - admitted) from mccdb_recent_queries "
-            "where seq > %s and pid = any(%s)", (seq0, pids)).fetchall()
+            "where seq > %s and pid = any(%s)", (seq0, pids)).fetchall() if mccdb else []
         exec_by_pid = {pid: float(s) for pid, s in rows if s is not None}
     finally:
         if held:

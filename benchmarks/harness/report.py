@@ -67,6 +67,7 @@ class Result:
         self.server = server or {}
         self.scale = scale
         self.body = []
+        self.guard = None       # a quiet.Guard, when the experiment used one
 
     def add(self, text):
         self.body.append(text.rstrip() + "\n")
@@ -100,8 +101,8 @@ class Result:
                 f"work_mem {s.get('work_mem', '?')}{llc}\n"
                 f"- Scale: {self.scale}\n"
                 f"- Hardware counters (`mccdb.counters`): {s.get('counters', 'not queried')}\n"
-                f"- Load average (1/5/15 min) before: {self.load_before}, after: {loadavg()} "
-                f"(2 vCPUs; other sessions were building kernels on the same machine)\n"
+                f"- Load average (1/5/15 min) before: {self.load_before}, after: {loadavg()}\n"
+                + (self.guard.summary() if self.guard else "") +
                 f"- Run: {self.started:%Y-%m-%d %H:%M}, {dur.total_seconds() / 60:.1f} min\n"
                 f"- Command: `{command_line()}`\n\n")
 

@@ -86,7 +86,7 @@ def test_held_batch_under_mls(db):
 
 def test_fig6_quick_end_to_end(db, tmp_path):
     import fig6
-    res, rows = fig6.main(["--quick", "--db", db, "--outdir", str(tmp_path), "--plq", "1,25", "--quiet"])
+    res, rows = fig6.main(["--quick", "--no-guard", "--db", db, "--outdir", str(tmp_path), "--plq", "1,25", "--quiet"])
     md = res.write().read_text()
     assert (tmp_path / "fig6-co-scheduling-quick.png").exists()
     assert {r[2] for r in rows} == {"off", "sls", "mls", "adaptive", "predictive"}

@@ -1,0 +1,87 @@
+"""The quiet-machine guard every experiment runs before each configuration.
+
+A benchmark run beside another job (a kernel build, a test suite) measures
+that job.  Before the experiment, the 1-minute load average must be below a
+threshold (MCCDB_QUIET_LOAD, default 0.5); before each configuration, the
+machine's CPUs must be idle while the benchmark is (at most
+MCCDB_QUIET_BUSY, default 10 % busy over 2 s, from /proc/stat) -- the load
+average would still count the previous configuration's own queries for a
+minute or more.  The guard waits (up to MCCDB_QUIET_TIMEOUT seconds,
+default 600) and then refuses, saying so.  Every check is recorded, and the
+report says when the load rose during a configuration.
+"""
+import os
+import time
+
+
+class NotQuiet(RuntimeError):
+    pass
+
+
+def loadavg1():
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+def cpu_busy(seconds=2.0):
+    """Fraction of all CPUs' time spent not idle over `seconds`."""
+    def sample():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        idle = v[3] + (v[4] if len(v) > 4 else 0)
+        return idle, sum(v)
+    i0, t0 = sample()
+    time.sleep(seconds)
+    i1, t1 = sample()
+    return 1.0 - (i1 - i0) / max(t1 - t0, 1)
+
+
+class Guard:
+    def __init__(self, say=print, load=None, busy=None, timeout=None):
+        self.say = say
+        self.load = float(load if load is not None else os.environ.get("MCCDB_QUIET_LOAD", "0.5"))
+        self.busy = float(busy if busy is not None else os.environ.get("MCCDB_QUIET_BUSY", "0.10"))
+        self.timeout = float(timeout if timeout is not None else os.environ.get("MCCDB_QUIET_TIMEOUT", "600"))
+        self.checks = []        # (configuration, load before, busy before, load after)
+
+    def _wait(self, what, ok, describe):
+        deadline = time.time() + self.timeout
+        while True:
+            good, value = ok()
+            if good:
+                return value
+            if time.time() > deadline:
+                raise NotQuiet(f"the machine is not quiet before {what}: {describe(value)} after waiting "
+                               f"{self.timeout:.0f} s; stop the other work (builds, tests) and run again")
+            self.say(f"  waiting for a quiet machine before {what}: {describe(value)}")
+            time.sleep(10)
+
+    def start(self):
+        """Before the experiment: the 1-minute load average under the threshold."""
+        return self._wait("the experiment", lambda: ((v := loadavg1()) < self.load, v),
+                          lambda v: f"1-minute load average {v:.2f} >= {self.load}")
+
+    def before(self, config):
+        """Before one configuration: the CPUs idle while the benchmark is."""
+        busy = self._wait(config, lambda: ((b := cpu_busy()) <= self.busy, b),
+                          lambda b: f"CPUs {100 * b:.0f}% busy > {100 * self.busy:.0f}%")
+        self.checks.append([config, loadavg1(), busy, None])
+
+    def after(self):
+        if self.checks and self.checks[-1][3] is None:
+            self.checks[-1][3] = loadavg1()
+
+    def summary(self):
+        """Markdown lines for the report: the guard's settings and what it saw."""
+        if not self.checks:
+            return ""
+        busy = max(c[2] for c in self.checks)
+        loads = [c[1] for c in self.checks] + [c[3] for c in self.checks if c[3] is not None]
+        text = (f"- Quiet-machine guard: 1-minute load < {self.load} before the experiment; before each of "
+                f"{len(self.checks)} configurations the CPUs were at most {100 * busy:.0f}% busy over 2 s "
+                f"(limit {100 * self.busy:.0f}%); 1-minute load during the run {min(loads):.2f}-{max(loads):.2f} "
+                f"(2 vCPUs: the benchmark's own queries reach 2)\n")
+        if max(loads) > 2.5:
+            text += (f"- **Warning: the 1-minute load reached {max(loads):.2f}, more than the benchmark's "
+                     f"two busy vCPUs explain: something else ran during this experiment.**\n")
+        return text

@@ -1,0 +1,53 @@
+"""The quiet-machine guard: waits, refuses, and reports what it saw."""
+import sys
+import pathlib
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from harness import quiet  # noqa: E402
+
+
+def test_refuses_a_busy_machine_after_its_timeout(monkeypatch):
+    monkeypatch.setattr(quiet, "cpu_busy", lambda seconds=2.0: 0.95)
+    monkeypatch.setattr(quiet.time, "sleep", lambda s: None)
+    g = quiet.Guard(say=lambda m: None, busy=0.10, timeout=0)
+    with pytest.raises(quiet.NotQuiet, match="95% busy"):
+        g.before("PLQ_1 sls")
+
+
+def test_waits_for_a_quiet_machine_and_records_it(monkeypatch):
+    seen = iter([0.9, 0.5, 0.02])
+    monkeypatch.setattr(quiet, "cpu_busy", lambda seconds=2.0: next(seen))
+    monkeypatch.setattr(quiet, "loadavg1", lambda: 0.3)
+    monkeypatch.setattr(quiet.time, "sleep", lambda s: None)
+    said = []
+    g = quiet.Guard(say=said.append, busy=0.10, timeout=60)
+    g.before("PLQ_1 mls")
+    g.after()
+    assert len(said) == 2, "it said why it waited, twice"
+    assert g.checks == [["PLQ_1 mls", 0.3, 0.02, 0.3]]
+    assert "at most 2% busy" in g.summary()
+    assert "Warning" not in g.summary()
+
+
+def test_warns_when_the_load_rose_beyond_the_benchmark(monkeypatch):
+    monkeypatch.setattr(quiet, "cpu_busy", lambda seconds=2.0: 0.0)
+    loads = iter([0.2, 3.4])
+    monkeypatch.setattr(quiet, "loadavg1", lambda: next(loads))
+    g = quiet.Guard(say=lambda m: None)
+    g.before("x")
+    g.after()
+    assert "Warning: the 1-minute load reached 3.40" in g.summary()
+
+
+def test_start_refuses_a_loaded_machine(monkeypatch):
+    monkeypatch.setattr(quiet, "loadavg1", lambda: 4.0)
+    monkeypatch.setattr(quiet.time, "sleep", lambda s: None)
+    with pytest.raises(quiet.NotQuiet, match="load average 4.00"):
+        quiet.Guard(say=lambda m: None, load=0.5, timeout=0).start()
+
+
+def test_cpu_busy_reads_proc_stat():
+    b = quiet.cpu_busy(0.05)
+    assert 0.0 <= b <= 1.0
