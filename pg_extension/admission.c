@@ -199,6 +199,8 @@ static bool exit_callback_registered = false;
 /* The statement that owns this backend's entry, if any. */
 static bool holding = false;
 static MccdbStatement *holding_statement = NULL;
+/* This backend took the hold (mccdb_hold_admission(true)) at some point. */
+static bool took_hold = false;
 
 const char *
 mccdb_schedule_name(MccdbSchedule policy)
@@ -545,15 +547,18 @@ release_entry(void)
 static void
 admission_shmem_exit(int code, Datum arg)
 {
-	if (adm == NULL)
+	if (adm == NULL || !(holding || took_hold))
 		return;
 	LWLockReleaseAll();
 	release_entry();
-	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
-	if (adm->held_by == MyProcPid)
-		adm->held_by = 0;
-	LWLockRelease(adm->lock);
-	ConditionVariableBroadcast(&adm->cv);
+	if (took_hold)
+	{
+		LWLockAcquire(adm->lock, LW_EXCLUSIVE);
+		if (adm->held_by == MyProcPid)
+			adm->held_by = 0;
+		LWLockRelease(adm->lock);
+		ConditionVariableBroadcast(&adm->cv);
+	}
 }
 
 static void
@@ -1272,6 +1277,7 @@ mccdb_hold_admission(PG_FUNCTION_ARGS)
 	register_exit_callback();
 	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
 	adm->held_by = hold ? MyProcPid : 0;
+	took_hold |= hold;
 	LWLockRelease(adm->lock);
 	ConditionVariableBroadcast(&adm->cv);
 	PG_RETURN_VOID();
