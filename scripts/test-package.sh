@@ -148,11 +148,13 @@ fi
 
 check "CREATE EXTENSION mccdb" psql_test -c 'CREATE EXTENSION mccdb'
 
-got=$(psql_test -tA -c "select extversion from pg_extension where extname = 'mccdb'" 2>&1) || true
+# Values come from stdout alone: sudo may warn on stderr (an unresolvable
+# host name, say), which is not part of the answer.
+got=$(psql_test -tA -c "select extversion from pg_extension where extname = 'mccdb'" 2>"$log") || true
 if [ "$got" = "$extversion" ]; then
 	ok "extversion is default_version $extversion"
 else
-	not_ok "extversion is default_version $extversion" "got: $got"
+	not_ok "extversion is default_version $extversion" "got: $got $(cat "$log")"
 fi
 
 setup="
@@ -174,12 +176,12 @@ fi
 
 jit_settings=(-c "set jit = on" -c "set jit_above_cost = 0" -c "set jit_inline_above_cost = 0"
 	-c "set jit_optimize_above_cost = 0")
-if expected=$(psql_test -tA -c "set jit = off" -c "$query" 2>&1) &&
-	got=$(psql_test -tA "${jit_settings[@]}" -c "$query" 2>&1) &&
+if expected=$(psql_test -tA -c "set jit = off" -c "$query" 2>"$log") &&
+	got=$(psql_test -tA "${jit_settings[@]}" -c "$query" 2>>"$log") &&
 	[[ $expected =~ ^[0-9|]+$ ]] && [ "$got" = "$expected" ]; then
 	ok "query with JIT and inlining on runs, same result ($got)"
 else
-	not_ok "query with JIT and inlining on runs, same result" "without JIT: $expected"$'\n'"with JIT: $got"
+	not_ok "query with JIT and inlining on runs, same result" "without JIT: $expected"$'\n'"with JIT: $got"$'\n'"$(cat "$log")"
 fi
 # (EXPLAIN prints its JIT summary only with COSTS on.)
 plan=$(psql_test -tA "${jit_settings[@]}" -c "explain (analyze, timing off) $query" 2>&1) || true
