@@ -98,6 +98,8 @@
 #define COMPATIBLE_LIMIT 0.10
 /* Completions shorter than this teach nothing (timer noise). */
 #define MIN_LEARN_MS 5.0
+/* A run with less company than this (summed overlap) counts as alone. */
+#define ALONE_OVERLAP 0.10
 /* A loaded (calibrated) matrix counts as this many learned samples. */
 #define WARM_START_WEIGHT 5.0
 
@@ -460,52 +462,51 @@ predict_seconds(uint64 queryid, int cls, double cost, TimestampTz now)
 }
 
 /*
- * An admitted statement is done.  If its alone time was predicted from its
- * own history, its measured time over that teaches the matrix cells of the
- * classes it ran beside (a prediction from the cost alone is too rough to
- * tell interference from its own error).  Its alone time, corrected by the
- * slowdown the matrix predicts, teaches its history and the rate.  Caller
- * holds the lock exclusively and has charged the running time.
+ * An admitted statement is done.  A run (nearly) alone teaches its alone
+ * time and the seconds-per-cost rate; a run with company, of a query whose
+ * alone time is known that way, teaches the matrix cells of the classes it
+ * ran beside (measured time over alone time, weighted by the overlap).
+ * Only alone runs anchor the alone times: learning them from co-runs
+ * divided by the matrix's own prediction would feed the matrix its own
+ * errors back.  Caller holds the lock exclusively and has charged the
+ * running time.
  */
 static void
 learn_from(AdmissionEntry *e, TimestampTz now)
 {
 	double		overlap[3];
-	double		m[3][3];
 	double		seconds = e->run_ms / 1000.0;
-	double		slowdown = 1.0;
-	double		alone;
+	double		company = 0;
 	KnownQuery *k;
 	int			c;
 
-	if (e->run_ms < MIN_LEARN_MS || !(e->predicted > 0))
+	if (e->run_ms < MIN_LEARN_MS)
 		return;
-	k = known_query(e->queryid, e->cls, false, now);
 	for (c = 0; c < 3; c++)
+	{
 		overlap[c] = e->overlap_ms[c] / e->run_ms;
-	if (k != NULL && k->seconds.weight > 0)
+		company += overlap[c];
+	}
+	k = known_query(e->queryid, e->cls, company < ALONE_OVERLAP, now);
+	if (company < ALONE_OVERLAP)
 	{
-		slowdown = model_learn_completion(adm->learned, e->cls, seconds / e->predicted, overlap);
-		if (overlap[0] + overlap[1] + overlap[2] > 0)
+		if (k != NULL)
 		{
-			k->coruns++;
-			k->slowdown_sum += seconds / e->predicted;
+			model_cell_add(&k->seconds, seconds, 1.0);
+			k->last_used = now;
 		}
+		if (e->cost > 0)
+			model_cell_add(&adm->seconds_per_cost, seconds / e->cost, 1.0);
 	}
-	else
+	else if (k != NULL && k->seconds.weight > 0)
 	{
-		model_matrix((const ModelCell (*)[3]) adm->learned, m);
-		for (c = 0; c < 3; c++)
-			slowdown += overlap[c] * (m[e->cls][c] - 1.0);
-	}
-	alone = seconds / Max(slowdown, 0.1);
-	if (k != NULL || (k = known_query(e->queryid, e->cls, true, now)) != NULL)
-	{
-		model_cell_add(&k->seconds, alone, 1.0);
+		double		alone = model_cell_value(&k->seconds, 0);
+
+		(void) model_learn_completion(adm->learned, e->cls, seconds / alone, overlap);
+		k->coruns++;
+		k->slowdown_sum += seconds / alone;
 		k->last_used = now;
 	}
-	if (e->cost > 0)
-		model_cell_add(&adm->seconds_per_cost, alone / e->cost, 1.0);
 }
 
 /* Remove this backend's entry and give back its slots; caller holds the lock. */

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Online learning: how fast the predictive policy's matrix orders the classes.
+
+From an empty learned matrix (mccdb_learned_reset()), clients run a stream of
+hash-join (strong) and index-join (weak) PLQ instances through the gate under
+mccdb.schedule = predictive.  After every --step finished gated queries the
+learned cells strong|strong, strong|weak, weak|strong and weak|weak are read
+(mccdb_learned_interference()) and ranked; the reference ranking is the
+calibration's (mccdb_interference, benchmarks/calibrate.py).  Reported: the
+cells, their sample counts and whether their order agrees with the
+calibration's, per step.
+
+    eval "$(scripts/pg-cluster.sh env demo)"
+    PGDATABASE=ssb .venv/bin/python benchmarks/calibrate.py --runs 5
+    .venv/bin/python benchmarks/experiments/learning.py --db ssb --queries 200
+"""
+import random
+import threading
+import time
+
+from common import parser, say_fn, plq_query, scale_of, pg, report
+from harness.quiet import Guard
+
+CELLS = [("strong", "strong"), ("strong", "weak"), ("weak", "strong"), ("weak", "weak")]
+
+
+def ranking(values):
+    """Cell names ordered from the least to the most slowdown."""
+    return [c for c, _ in sorted(values.items(), key=lambda kv: kv[1])]
+
+
+def pairwise_agreement(a, b):
+    """Fraction of cell pairs ordered the same way in two {cell: value} maps."""
+    keys = list(a)
+    same = total = 0
+    for i, x in enumerate(keys):
+        for y in keys[i + 1:]:
+            total += 1
+            same += (a[x] < a[y]) == (b[x] < b[y])
+    return same / total if total else 0.0
+
+
+def main(argv=None):
+    ap = parser(__doc__)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--step", type=int, default=20)
+    ap.add_argument("--clients", type=int, default=3)
+    ap.add_argument("--hash", type=int, default=5, help="PLQ_n run with the hash-join plan (strong)")
+    ap.add_argument("--index", type=int, default=12, help="PLQ_n run with the index-join plan (weak)")
+    ap.add_argument("--think", type=float, default=1.0,
+                    help="mean seconds a client waits between queries (exponential): the stream "
+                         "needs quiet moments, since only runs alone anchor the alone times")
+    ap.add_argument("--no-guard", action="store_true")
+    a = ap.parse_args(argv)
+    say = say_fn(a.quiet)
+    res = report.Result("learning-curve", "Online learning of the interference matrix (predictive policy)",
+                        pg.server_info(a.db), scale_of(a.db), a.outdir)
+    guard = None if a.no_guard else Guard(say)
+    res.guard = guard
+    if guard:
+        guard.start()
+    with pg.connect(a.db) as c:
+        ref = {(t, r): s for t, r, s in c.execute(
+            "select target, corunner, slowdown from mccdb_interference").fetchall()}
+    missing = [cell for cell in CELLS if cell not in ref]
+    if missing:
+        raise SystemExit(f"no calibration for {missing}: run benchmarks/calibrate.py --runs 5 first")
+    ref = {cell: ref[cell] for cell in CELLS}
+    queries = [plq_query(a.hash, "hash"), plq_query(a.index, "index")]
+    for q in queries:
+        q.settings.append("set mccdb.min_cost = 0")
+
+    pg.set_schedule("predictive", a.db)
+    done, lock, errors = [0], threading.Lock(), []
+    curve = []
+    try:
+        with pg.connect(a.db) as c:
+            c.execute("select mccdb_learned_reset()")
+        if guard:
+            guard.before("the stream")
+
+        def client(i):
+            rnd = random.Random(i)
+            conns = {q.name: pg.session(q, a.db) for q in queries}
+            try:
+                while True:
+                    with lock:
+                        if done[0] >= a.queries:
+                            return
+                    time.sleep(rnd.expovariate(1.0 / a.think) if a.think > 0 else 0)
+                    q = rnd.choice(queries)
+                    conns[q.name].execute(q.sql).fetchall()
+                    with lock:
+                        done[0] += 1
+            except Exception as e:  # reported below
+                errors.append(e)
+            finally:
+                for conn in conns.values():
+                    conn.close()
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(a.clients)]
+        for t in threads:
+            t.start()
+        next_step = a.step
+        with pg.connect(a.db) as c:
+            while any(t.is_alive() for t in threads):
+                time.sleep(0.2)
+                with lock:
+                    n = done[0]
+                if n >= next_step or not any(t.is_alive() for t in threads):
+                    rows = c.execute("select target, corunner, slowdown, samples "
+                                     "from mccdb_learned_interference()").fetchall()
+                    got = {(t, r): (s, k) for t, r, s, k in rows}
+                    learned = {cell: got[cell][0] for cell in CELLS}
+                    curve.append((n, learned, {cell: got[cell][1] for cell in CELLS},
+                                  pairwise_agreement(learned, ref)))
+                    say(f"  {n:4d} queries: " + ", ".join(f"{t[0]}|{r[0]} {learned[(t, r)]:.2f}"
+                                                          for t, r in CELLS)
+                        + f", order agrees {100 * curve[-1][3]:.0f}%")
+                    next_step += a.step
+        for t in threads:
+            t.join()
+        if guard:
+            guard.after()
+        if errors:
+            raise errors[0]
+    finally:
+        pg.set_schedule("off", a.db)
+        pg.reset_schedule(a.db)
+
+    res.add(f"{a.clients} clients run PLQ_{a.hash} with the hash-join plan (strong) and PLQ_{a.index} with "
+            f"the index-join plan (weak), chosen at random, through the gate (`mccdb.schedule = predictive`, "
+            f"`mccdb.min_cost = 0`, default slots) from an empty learned matrix, {a.queries} queries in all, "
+            f"each client waiting {a.think} s on average (exponential) between queries. "
+            "Cells are target|co-runner slowdowns as `mccdb_learned_interference()` shows them after the "
+            "number of finished queries in the first column (samples in brackets); the reference is the "
+            "calibration in `mccdb_interference` (benchmarks/calibrate.py). Agreement: the fraction of the "
+            "6 pairs of cells the learned matrix orders as the calibration does.\n")
+    res.table(["queries"] + [f"{t}|{r}" for t, r in CELLS] + ["order agrees"],
+              [[str(n)] + [f"{learned[c]:.2f} ({samples[c]})" for c in CELLS] + [f"{100 * agree:.0f}%"]
+               for n, learned, samples, agree in curve]
+              + [["calibration"] + [f"{ref[c]:.2f}" for c in CELLS] + ["ranking: " + " < ".join(
+                  f"{t[0]}|{r[0]}" for t, r in ranking(ref))]])
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4))
+    xs = [n for n, *_ in curve]
+    for cell in CELLS:
+        line, = ax.plot(xs, [learned[cell] for _, learned, _, _ in curve], marker="o", ms=3,
+                        label=f"{cell[0]}|{cell[1]} learned")
+        ax.axhline(ref[cell], color=line.get_color(), ls="--", lw=0.8)
+    ax.set_xlabel("finished gated queries")
+    ax.set_ylabel("slowdown (co-run / alone)")
+    ax.set_title("learned cells (solid) and the calibration (dashed)", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    res.figure(fig)
+    return res, curve
+
+
+if __name__ == "__main__":
+    res, _ = main()
+    print(res.text())
+    print(f"wrote {res.write()}")
