@@ -2,8 +2,9 @@
 """Overheads of mccdb's plan selection and admission gate, without contention.
 
 1. Planning: server-side "Planning Time" of EXPLAIN (SUMMARY) for each SSB
-   query with mccdb.plan_policy = sls (three candidate plans) beside off
-   (PostgreSQL's one plan), two sessions interleaved in one run.
+   query with mccdb.plan_policy = sls (three candidate plans), with sls but
+   the query below mccdb.plan_above_cost (the threshold path: one plan), and
+   off (PostgreSQL's one plan), three sessions interleaved in one run.
 2. Admission: client-side time of a small query that goes through the gate
    (mccdb.min_cost = 0) beside the same query bypassing it (min_cost huge),
    with mccdb.schedule = mls and nothing else running, interleaved.
@@ -16,6 +17,7 @@ e.g. the demo cluster:
     PGDATABASE=ssb .venv/bin/python benchmarks/scheduler_overhead.py --rounds 200
 """
 import argparse
+import datetime
 import pathlib
 import statistics
 import sys
@@ -24,6 +26,7 @@ import time
 import psycopg
 
 from harness import machine
+from harness.quiet import Guard, loadavg1
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SMALL = "select count(*) from supplier where s_region = 'ASIA'"
@@ -47,33 +50,52 @@ def main():
     args = ap.parse_args()
 
     lines = []
+    guard = Guard()
+    guard.start()
+    started = datetime.datetime.now()
+    load_before = loadavg1()
     with psycopg.connect(autocommit=True) as stock, psycopg.connect(autocommit=True) as sls, \
-            psycopg.connect(autocommit=True) as ctl:
-        for c in (stock, sls):
+            psycopg.connect(autocommit=True) as thr, psycopg.connect(autocommit=True) as ctl:
+        for c in (stock, sls, thr):
             c.execute("set max_parallel_workers_per_gather = 0")
         stock.execute("set mccdb.plan_policy = off")
         sls.execute("set mccdb.plan_policy = sls")
+        sls.execute("set mccdb.plan_above_cost = 0")
+        thr.execute("set mccdb.plan_policy = sls")
+        thr.execute("set mccdb.plan_above_cost = 1e30")
         version = ctl.execute("show server_version").fetchone()[0]
+        guard.before("planning")
         lines += [f"Machine: {machine.describe()}; PostgreSQL {version}; database "
-                  f"`{ctl.info.dbname}` (SSB).", "",
-                  "## Planning time with candidate generation (plan_policy sls vs off)", "",
-                  f"Median server-side planning time over {args.rounds} interleaved rounds.", "",
-                  "| query | off ms | sls ms | sls / off |", "| --- | ---: | ---: | ---: |"]
-        ratios = []
+                  f"`{ctl.info.dbname}` (SSB). Run {started:%Y-%m-%d %H:%M}; 1-minute load before "
+                  f"{load_before:.2f}; quiet-machine guard passed (CPUs at most "
+                  f"{100 * guard.checks[-1][2]:.0f}% busy before the run). Command: "
+                  f"`PGDATABASE={ctl.info.dbname} .venv/bin/python benchmarks/scheduler_overhead.py "
+                  f"--rounds {args.rounds}`.", "",
+                  "## Planning time with candidate generation, and below mccdb.plan_above_cost", "",
+                  f"Median server-side planning time over {args.rounds} interleaved rounds: `off` "
+                  "(PostgreSQL's plan), `sls` with every query given candidates (plan_above_cost 0), "
+                  "and `sls` with the query below plan_above_cost (the threshold path).", "",
+                  "| query | off ms | sls ms | sls / off | below threshold ms | below threshold / off |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        ratios, thr_ratios = [], []
         for f in sorted((ROOT / "benchmarks" / "ssb" / "queries").glob("q*.sql")):
             sql = f.read_text().strip().rstrip(";")
-            t = {"off": [], "sls": []}
+            t = {"off": [], "sls": [], "thr": []}
             for _ in range(10):
-                planning_ms(stock, sql), planning_ms(sls, sql)
+                planning_ms(stock, sql), planning_ms(sls, sql), planning_ms(thr, sql)
             for _ in range(args.rounds):
                 t["off"].append(planning_ms(stock, sql))
                 t["sls"].append(planning_ms(sls, sql))
+                t["thr"].append(planning_ms(thr, sql))
             m = {k: statistics.median(v) for k, v in t.items()}
             ratios.append(m["sls"] / m["off"])
-            lines.append(f"| {f.stem} | {m['off']:.3f} | {m['sls']:.3f} | {m['sls'] / m['off']:.2f} |")
+            thr_ratios.append(m["thr"] / m["off"])
+            lines.append(f"| {f.stem} | {m['off']:.3f} | {m['sls']:.3f} | {m['sls'] / m['off']:.2f} "
+                         f"| {m['thr']:.3f} | {m['thr'] / m['off']:.2f} |")
             print(f.stem, m, file=sys.stderr)
-        lines += ["", f"Median ratio {statistics.median(ratios):.2f} "
-                  f"(min {min(ratios):.2f}, max {max(ratios):.2f}).", ""]
+        lines += ["", f"Candidates: median ratio {statistics.median(ratios):.2f} "
+                  f"(min {min(ratios):.2f}, max {max(ratios):.2f}). Below the threshold: median ratio "
+                  f"{statistics.median(thr_ratios):.2f} (min {min(thr_ratios):.2f}, max {max(thr_ratios):.2f}).", ""]
 
         # admission: schedule is server-wide; min_cost decides per session
         ctl.execute("alter system set mccdb.schedule = 'mls'")
