@@ -37,6 +37,8 @@
 #include "plan_choice.h"
 #include "state.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
 
 static const struct config_enum_entry plan_policy_options[] = {
 	{"off", MCCDB_PLAN_OFF, false},
@@ -244,11 +246,68 @@ has_join(Query *parse)
 	return n >= 2;
 }
 
+/*
+ * The standard plan's cost of queries this backend planned before, by
+ * queryid.  A query that was below mccdb.plan_above_cost last time is
+ * planned once, as stock planning does, without the copy that candidate
+ * planning needs (its cost is remembered again, so one that grew gets
+ * candidates the next time).  Bounded: when full, new queries are not
+ * remembered and pay for the copy.
+ */
+#define REMEMBERED_QUERIES 1024
+
+typedef struct RememberedCost
+{
+	uint64		queryid;
+	Cost		cost;
+} RememberedCost;
+
+static HTAB *remembered = NULL;
+
+static bool
+remembered_cost(uint64 queryid, Cost *cost)
+{
+	RememberedCost *r;
+
+	if (remembered == NULL || queryid == 0)
+		return false;
+	r = hash_search(remembered, &queryid, HASH_FIND, NULL);
+	if (r != NULL)
+		*cost = r->cost;
+	return r != NULL;
+}
+
+static void
+remember_cost(uint64 queryid, Cost cost)
+{
+	RememberedCost *r;
+	bool		found;
+
+	if (queryid == 0)
+		return;
+	if (remembered == NULL)
+	{
+		HASHCTL		info;
+
+		info.keysize = sizeof(uint64);
+		info.entrysize = sizeof(RememberedCost);
+		info.hcxt = TopMemoryContext;
+		remembered = hash_create("mccdb remembered plan costs", 64, &info,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	if (hash_get_num_entries(remembered) >= REMEMBERED_QUERIES &&
+		hash_search(remembered, &queryid, HASH_FIND, NULL) == NULL)
+		return;
+	r = hash_search(remembered, &queryid, HASH_ENTER, &found);
+	r->cost = cost;
+}
+
 static PlannedStmt *
 mccdb_planner(Query *parse, const char *query_string, int cursorOptions,
 			  ParamListInfo boundParams)
 {
 	MccdbPlanChoice choice;
+	Cost		cost;
 
 	if (!planning_candidates)
 		memset(&last_choice, 0, sizeof(last_choice));
@@ -258,8 +317,17 @@ mccdb_planner(Query *parse, const char *query_string, int cursorOptions,
 		parse->commandType != CMD_SELECT || !has_join(parse))
 		return next_planner(parse, query_string, cursorOptions, boundParams);
 
+	if (remembered_cost(parse->queryId, &cost) && cost < plan_above_cost)
+	{
+		uint64		queryid = parse->queryId;
+		PlannedStmt *plan = next_planner(parse, query_string, cursorOptions, boundParams);
+
+		remember_cost(queryid, mccdb_real_cost(plan->planTree));
+		return plan;
+	}
 	mccdb_generate_candidates(parse, query_string, cursorOptions, boundParams,
 							  plan_above_cost, &choice);
+	remember_cost(parse->queryId, choice.candidates[0].cost);
 	if (choice.ncandidates == 1)
 		return choice.candidates[0].plan;	/* below mccdb.plan_above_cost */
 	choose(&choice, (MccdbPlanPolicy) plan_policy);
