@@ -43,6 +43,7 @@ class Guard:
         self.busy = float(busy if busy is not None else os.environ.get("MCCDB_QUIET_BUSY", "0.10"))
         self.timeout = float(timeout if timeout is not None else os.environ.get("MCCDB_QUIET_TIMEOUT", "600"))
         self.checks = []        # (configuration, load before, busy before, load after)
+        self.started_at_load = None     # the 1-minute load when start() let the experiment begin
 
     def _wait(self, what, ok, describe):
         deadline = time.time() + self.timeout
@@ -58,8 +59,9 @@ class Guard:
 
     def start(self):
         """Before the experiment: the 1-minute load average under the threshold."""
-        return self._wait("the experiment", lambda: ((v := loadavg1()) < self.load, v),
-                          lambda v: f"1-minute load average {v:.2f} >= {self.load}")
+        self.started_at_load = self._wait("the experiment", lambda: ((v := loadavg1()) < self.load, v),
+                                          lambda v: f"1-minute load average {v:.2f} >= {self.load}")
+        return self.started_at_load
 
     def before(self, config):
         """Before one configuration: the CPUs idle while the benchmark is."""

@@ -101,10 +101,17 @@ class Result:
                 f"work_mem {s.get('work_mem', '?')}{llc}\n"
                 f"- Scale: {self.scale}\n"
                 f"- Hardware counters (`mccdb.counters`): {s.get('counters', 'not queried')}\n"
-                f"- Load average (1/5/15 min) before: {self.load_before}, after: {loadavg()}\n"
+                f"- Load average (1/5/15 min) {self.load_start_text()}, after: {loadavg()}\n"
                 + (self.guard.summary() if self.guard else "") +
                 f"- Run: {self.started:%Y-%m-%d %H:%M}, {dur.total_seconds() / 60:.1f} min\n"
                 f"- Command: `{command_line()}`\n\n")
+
+    def load_start_text(self):
+        """The load the experiment started at: after the guard's wait, when it waited."""
+        if self.guard is not None and self.guard.started_at_load is not None:
+            return (f"when the guard let the experiment start: 1-minute {self.guard.started_at_load:.2f} "
+                    f"({self.load_before} before it waited)")
+        return f"before: {self.load_before}"
 
     def text(self):
         return self.header() + "\n".join(self.body)

@@ -51,3 +51,14 @@ def test_start_refuses_a_loaded_machine(monkeypatch):
 def test_cpu_busy_reads_proc_stat():
     b = quiet.cpu_busy(0.05)
     assert 0.0 <= b <= 1.0
+
+
+def test_the_report_gives_the_load_the_experiment_started_at(monkeypatch, tmp_path):
+    from harness import report
+    loads = iter([1.7, 0.4])
+    monkeypatch.setattr(quiet, "loadavg1", lambda: next(loads))
+    monkeypatch.setattr(quiet.time, "sleep", lambda s: None)
+    res = report.Result("x", "x", outdir=tmp_path)
+    res.guard = quiet.Guard(say=lambda m: None, load=0.5, timeout=60)
+    res.guard.start()
+    assert "when the guard let the experiment start: 1-minute 0.40" in res.header()
