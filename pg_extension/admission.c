@@ -1049,18 +1049,23 @@ static void
 count_bypass(MccdbStatement *st)
 {
 	uint64		queryid = st->queryDesc->plannedstmt->queryId;
-	int			i;
+	int			i,
+				found = -1;
 
 	if (schedule == MCCDB_SCHEDULE_OFF || adm == NULL || !st->top || queryid == 0 ||
 		st->queryDesc->operation != CMD_SELECT)
 		return;
-	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
-	for (i = 0; i < KNOWN_QUERIES; i++)
+	/* most bypassed queries (cheap ones) were never admitted: no exclusive lock for them */
+	LWLockAcquire(adm->lock, LW_SHARED);
+	for (i = 0; i < KNOWN_QUERIES && found < 0; i++)
 		if (adm->known[i].queryid == queryid)
-		{
-			adm->known[i].bypasses++;
-			break;
-		}
+			found = i;
+	LWLockRelease(adm->lock);
+	if (found < 0)
+		return;
+	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
+	if (adm->known[found].queryid == queryid)
+		adm->known[found].bypasses++;
 	LWLockRelease(adm->lock);
 }
 
@@ -1463,6 +1468,34 @@ mccdb_replace_interference(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(nt);
 }
 
+/*
+ * Nine rows, target x co-runner: the slowdown, and with learned cells also
+ * their sample count and weight.
+ */
+static void
+put_matrix_rows(ReturnSetInfo *rsinfo, double matrix[3][3], const ModelCell cells[3][3])
+{
+	int			i,
+				j;
+
+	for (i = 0; i < 3; i++)
+		for (j = 0; j < 3; j++)
+		{
+			Datum		values[5];
+			bool		nulls[5] = {0};
+
+			values[0] = CStringGetTextDatum(mccdb_locality_class_name(i));
+			values[1] = CStringGetTextDatum(mccdb_locality_class_name(j));
+			values[2] = Float8GetDatum(matrix[i][j]);
+			if (cells != NULL)
+			{
+				values[3] = Int64GetDatum((int64) cells[i][j].samples);
+				values[4] = Float8GetDatum(cells[i][j].weight);
+			}
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+}
+
 /* The matrix the server uses now: nine rows, or none when none is loaded. */
 Datum
 mccdb_interference_matrix(PG_FUNCTION_ARGS)
@@ -1470,8 +1503,6 @@ mccdb_interference_matrix(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	double		matrix[3][3];
 	bool		loaded;
-	int			i,
-				j;
 
 	require_shmem();
 	InitMaterializedSRF(fcinfo, 0);
@@ -1479,19 +1510,8 @@ mccdb_interference_matrix(PG_FUNCTION_ARGS)
 	loaded = adm->have_matrix;
 	memcpy(matrix, adm->interference, sizeof(matrix));
 	LWLockRelease(adm->lock);
-	if (!loaded)
-		return (Datum) 0;
-	for (i = 0; i < 3; i++)
-		for (j = 0; j < 3; j++)
-		{
-			Datum		values[3];
-			bool		nulls[3] = {0};
-
-			values[0] = CStringGetTextDatum(mccdb_locality_class_name(i));
-			values[1] = CStringGetTextDatum(mccdb_locality_class_name(j));
-			values[2] = Float8GetDatum(matrix[i][j]);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		}
+	if (loaded)
+		put_matrix_rows(rsinfo, matrix, NULL);
 	return (Datum) 0;
 }
 
@@ -1501,27 +1521,15 @@ mccdb_learned_interference(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ModelCell	cells[3][3];
-	int			i,
-				j;
+	double		matrix[3][3];
 
 	require_shmem();
 	InitMaterializedSRF(fcinfo, 0);
 	LWLockAcquire(adm->lock, LW_SHARED);
 	memcpy(cells, adm->learned, sizeof(cells));
 	LWLockRelease(adm->lock);
-	for (i = 0; i < 3; i++)
-		for (j = 0; j < 3; j++)
-		{
-			Datum		values[5];
-			bool		nulls[5] = {0};
-
-			values[0] = CStringGetTextDatum(mccdb_locality_class_name(i));
-			values[1] = CStringGetTextDatum(mccdb_locality_class_name(j));
-			values[2] = Float8GetDatum(model_cell_value(&cells[i][j], 1.0));
-			values[3] = Int64GetDatum((int64) cells[i][j].samples);
-			values[4] = Float8GetDatum(cells[i][j].weight);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		}
+	model_matrix((const ModelCell (*)[3]) cells, matrix);
+	put_matrix_rows(rsinfo, matrix, (const ModelCell (*)[3]) cells);
 	return (Datum) 0;
 }
 

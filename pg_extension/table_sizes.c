@@ -136,6 +136,12 @@ mccdb_learn_table_sizes(uint64 queryid, const MccdbLocality *loc)
 
 	if (!mccdb_table_sizes_enabled() || queryid == 0)
 		return;
+	/* most statements measured no table: take no lock for them */
+	foreach(lc, loc->tables)
+		if (((MccdbTable *) lfirst(lc))->actual_bytes > 0)
+			break;
+	if (lc == NULL)
+		return;
 	LWLockAcquire(sizes_lock, LW_EXCLUSIVE);
 	foreach(lc, loc->tables)
 	{
