@@ -34,5 +34,6 @@ E=benchmarks/experiments
 "$PY" $E/fig6.py --db plq --reps 2
 "$PY" $E/sec73.py --db plq --reps 3
 "$PY" $E/sec74.py --db ssb --long 5 --rounds 2
-"$PY" $E/throughput.py --db ssb --clients 6 --duration 90
+"$PY" $E/throughput.py --db ssb --clients 6 --reps 3
+"$PY" $E/pgbench_mix.py --db ssb --clients 6 --reps 3
 "$PY" $E/fig5_table2.py --db plq

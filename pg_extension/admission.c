@@ -49,7 +49,11 @@
  *
  * The interference matrix is written to $PGDATA/mccdb_interference.matrix
  * whenever it is loaded, and read back when shared memory is created, so
- * it survives restarts and crash recovery.
+ * it survives restarts and crash recovery.  What was learned online (the
+ * matrix cells, the seconds-per-cost rate, the run times and statistics of
+ * known queries) is written to pg_stat/mccdb_learned.stat at a clean
+ * shutdown and read back at the next start, as pg_stat_statements keeps
+ * its entries: a crash loses it.
  *
  *-------------------------------------------------------------------------
  */
@@ -70,8 +74,10 @@
 #include "nodes/nodeFuncs.h"
 #include "pgstat.h"
 #include "postmaster/interrupt.h"
+#include "snapshot.h"
 #include "state.h"
 #include "storage/condition_variable.h"
+#include "table_sizes.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
@@ -88,6 +94,8 @@
 
 #define MATRIX_FILE "mccdb_interference.matrix"
 #define MATRIX_MAGIC "mccdb interference matrix 1"
+#define LEARNED_FILE MCCDB_SNAPSHOT_PATH("mccdb_learned.stat")
+#define LEARNED_MAGIC 0x4d43444c	/* change when the layout below changes */
 /* Waiters wake at least this often: reload, max_wait, stalled clients. */
 #define WAKE_MS 500
 /* Queries whose run times are remembered (by queryid), as pgss keeps entries. */
@@ -284,6 +292,58 @@ read_matrix_file(double matrix[3][3])
 	return ok && n > 0;
 }
 
+/*
+ * The learned state across a clean restart (snapshot.h): the matrix cells
+ * and the rate, then the known queries in use.
+ */
+static void
+write_learned_file(int code, Datum arg)
+{
+	MccdbSnapshotHeader h = {LEARNED_MAGIC, sizeof(KnownQuery), 0};
+	FILE	   *f;
+	bool		ok;
+	int			i;
+
+	/* after a crash, shared memory may be corrupt: keep nothing */
+	if (code != 0 || adm == NULL)
+		return;
+	for (i = 0; i < KNOWN_QUERIES; i++)
+		if (adm->known[i].queryid != 0)
+			h.nentries++;
+	if ((f = mccdb_snapshot_create(LEARNED_FILE, &h)) == NULL)
+		return;
+	ok = mccdb_snapshot_put(f, adm->learned, sizeof(adm->learned)) &&
+		mccdb_snapshot_put(f, &adm->seconds_per_cost, sizeof(adm->seconds_per_cost));
+	for (i = 0; ok && i < KNOWN_QUERIES; i++)
+		if (adm->known[i].queryid != 0)
+			ok = mccdb_snapshot_put(f, &adm->known[i], sizeof(KnownQuery));
+	mccdb_snapshot_finish(f, LEARNED_FILE, ok);
+}
+
+static void
+read_learned_file(void)
+{
+	MccdbSnapshotHeader h = {LEARNED_MAGIC, sizeof(KnownQuery), 0};
+	FILE	   *f = mccdb_snapshot_open(LEARNED_FILE, &h);
+	bool		ok;
+	uint64		i;
+
+	if (f == NULL)
+		return;
+	ok = h.nentries <= KNOWN_QUERIES &&
+		mccdb_snapshot_get(f, adm->learned, sizeof(adm->learned)) &&
+		mccdb_snapshot_get(f, &adm->seconds_per_cost, sizeof(adm->seconds_per_cost));
+	for (i = 0; ok && i < h.nentries; i++)
+		ok = mccdb_snapshot_get(f, &adm->known[i], sizeof(KnownQuery));
+	if (!ok)
+	{
+		memset(adm->learned, 0, sizeof(adm->learned));
+		memset(&adm->seconds_per_cost, 0, sizeof(adm->seconds_per_cost));
+		memset(adm->known, 0, sizeof(adm->known));
+	}
+	mccdb_snapshot_done(f, LEARNED_FILE, ok);
+}
+
 static void
 admission_shmem_startup(void)
 {
@@ -310,6 +370,13 @@ admission_shmem_startup(void)
 	{
 		memcpy(adm->interference, matrix, sizeof(matrix));
 		adm->have_matrix = true;
+	}
+	/* After a clean restart: what was learned; written again at shutdown. */
+	if (!IsUnderPostmaster)
+	{
+		if (!found)
+			read_learned_file();
+		on_shmem_exit(write_learned_file, (Datum) 0);
 	}
 }
 
@@ -1622,7 +1689,7 @@ mccdb_query_stats_reset(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* Forget everything learned: matrix cells, rate, run times. */
+/* Forget everything learned: matrix cells, rate, run times, table sizes. */
 Datum
 mccdb_learned_reset(PG_FUNCTION_ARGS)
 {
@@ -1632,6 +1699,7 @@ mccdb_learned_reset(PG_FUNCTION_ARGS)
 	memset(&adm->seconds_per_cost, 0, sizeof(adm->seconds_per_cost));
 	memset(adm->known, 0, sizeof(adm->known));
 	LWLockRelease(adm->lock);
+	mccdb_table_sizes_reset();
 	PG_RETURN_VOID();
 }
 

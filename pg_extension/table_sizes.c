@@ -7,14 +7,16 @@
  * peak size each table had in the query's last run.  It is bounded
  * (mccdb.learned_tables entries); when full, new tables are not added
  * (the sizes of queries seen first stay), which keeps the cost of a
- * lookup a single hash probe.  Sizes live in shared memory only: after a
- * restart the first run of each query teaches them again.
+ * lookup a single hash probe.  They are written to pg_stat/ at a clean
+ * shutdown and read back at the next start (snapshot.h); after a crash
+ * the first run of each query teaches them again.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "snapshot.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
@@ -55,6 +57,63 @@ sizes_shmem_request(void)
 	RequestNamedLWLockTranche("mccdb_table_sizes", 1);
 }
 
+#define SIZES_FILE MCCDB_SNAPSHOT_PATH("mccdb_table_sizes.stat")
+#define SIZES_MAGIC 0x4d435331	/* change when LearnedSize changes */
+
+/* At a clean shutdown of the postmaster: every learned size. */
+static void
+write_sizes_file(int code, Datum arg)
+{
+	MccdbSnapshotHeader h = {SIZES_MAGIC, sizeof(LearnedSize), 0};
+	HASH_SEQ_STATUS seq;
+	LearnedSize *e;
+	FILE	   *f;
+	bool		ok = true;
+
+	if (code != 0 || sizes == NULL)
+		return;
+	h.nentries = hash_get_num_entries(sizes);
+	if ((f = mccdb_snapshot_create(SIZES_FILE, &h)) == NULL)
+		return;
+	hash_seq_init(&seq, sizes);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		/* scan to the end even after an error: no hash_seq_term needed */
+		if (ok && !mccdb_snapshot_put(f, e, sizeof(*e)))
+			ok = false;
+	}
+	mccdb_snapshot_finish(f, SIZES_FILE, ok);
+}
+
+static void
+read_sizes_file(void)
+{
+	MccdbSnapshotHeader h = {SIZES_MAGIC, sizeof(LearnedSize), 0};
+	FILE	   *f = mccdb_snapshot_open(SIZES_FILE, &h);
+	LearnedSize in;
+	bool		ok = true;
+	uint64		i;
+
+	if (f == NULL)
+		return;
+	for (i = 0; ok && i < h.nentries; i++)
+	{
+		LearnedSize *e;
+		bool		found;
+
+		if (!(ok = mccdb_snapshot_get(f, &in, sizeof(in))))
+			break;
+		/* a smaller mccdb.learned_tables than before keeps the first ones */
+		if (hash_get_num_entries(sizes) >= learned_tables)
+			break;
+		e = hash_search(sizes, &in.key, HASH_ENTER_NULL, &found);
+		if (e == NULL)
+			break;
+		*e = in;
+	}
+	mccdb_snapshot_done(f, SIZES_FILE, ok);
+}
+
 static void
 sizes_shmem_startup(void)
 {
@@ -69,6 +128,16 @@ sizes_shmem_startup(void)
 	sizes = ShmemInitHash("mccdb learned table sizes", learned_tables, learned_tables,
 						  &info, HASH_ELEM | HASH_BLOBS);
 	LWLockRelease(AddinShmemInitLock);
+
+	/*
+	 * The postmaster: what the last clean shutdown kept (the file exists
+	 * only then: reading removes it), kept again at the next.
+	 */
+	if (!IsUnderPostmaster)
+	{
+		read_sizes_file();
+		on_shmem_exit(write_sizes_file, (Datum) 0);
+	}
 }
 
 void
@@ -168,5 +237,20 @@ mccdb_learn_table_sizes(uint64 queryid, const MccdbLocality *loc)
 		e->rows = t->actual_rows;
 		e->runs++;
 	}
+	LWLockRelease(sizes_lock);
+}
+
+void
+mccdb_table_sizes_reset(void)
+{
+	HASH_SEQ_STATUS seq;
+	LearnedSize *e;
+
+	if (sizes == NULL)
+		return;
+	LWLockAcquire(sizes_lock, LW_EXCLUSIVE);
+	hash_seq_init(&seq, sizes);
+	while ((e = hash_seq_search(&seq)) != NULL)
+		hash_search(sizes, &e->key, HASH_REMOVE, NULL);
 	LWLockRelease(sizes_lock);
 }

@@ -28,4 +28,7 @@ extern bool mccdb_learned_table_bytes(uint64 queryid, const MccdbTable *t,
 /* Remember the actual sizes measured in a finished run. */
 extern void mccdb_learn_table_sizes(uint64 queryid, const MccdbLocality *loc);
 
+/* Forget every learned size (mccdb_learned_reset()). */
+extern void mccdb_table_sizes_reset(void);
+
 #endif							/* MCCDB_TABLE_SIZES_H */

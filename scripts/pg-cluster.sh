@@ -7,6 +7,7 @@
 #       --no-preload      do not put mccdb in shared_preload_libraries
 #       --set 'k = v'     extra postgresql.conf line (repeatable)
 #   pg-cluster.sh stop NAME               stop (no error if not running)
+#   pg-cluster.sh restart NAME            restart (or start) keeping every setting
 #   pg-cluster.sh preload NAME on|off     restart with or without mccdb preloaded,
 #                                         keeping every other setting (stock = off)
 #   pg-cluster.sh destroy NAME            stop and delete the data directory
@@ -122,8 +123,16 @@ set_preload() {
 	as_cluster_user sed -i '/^shared_preload_libraries = /d' "$conf"
 	[ "$want" = on ] && echo "shared_preload_libraries = 'mccdb'" | as_cluster_user tee -a "$conf" >/dev/null
 	say "restarting cluster $name with mccdb preload $want"
+	restart "$name"
+}
+
+# Restart NAME with the settings it has (pg_ctl restart starts a stopped one).
+restart() {
+	local dir
+	dir=$(cluster_dir "$1")
+	[ -f "$dir/data/mccdb.conf" ] || die "cluster $1 was never started"
 	as_cluster_user "$PG_BINDIR/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m fast -w -t 60 restart >/dev/null ||
-		{ tail -n 30 "$dir/server.log" >&2; die "cluster $name did not restart"; }
+		{ tail -n 30 "$dir/server.log" >&2; die "cluster $1 did not restart"; }
 }
 
 print_env() {
@@ -141,6 +150,7 @@ start) [ $# -ge 1 ] || usage 1; start "$@" ;;
 stop) [ $# -eq 1 ] || usage 1; stop "$1" ;;
 destroy) [ $# -eq 1 ] || usage 1; stop "$1"; rm -rf "$(cluster_dir "$1")" ;;
 env) [ $# -eq 1 ] || usage 1; print_env "$1" ;;
+restart) [ $# -eq 1 ] || usage 1; restart "$1" ;;
 preload) [ $# -eq 2 ] || usage 1; set_preload "$1" "$2" ;;
 psql)
 	[ $# -ge 1 ] || usage 1

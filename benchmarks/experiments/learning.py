@@ -5,20 +5,22 @@ From an empty learned matrix (mccdb_learned_reset()), clients run a stream of
 hash-join (strong) and index-join (weak) PLQ instances through the gate under
 mccdb.schedule = predictive.  After every --step finished gated queries the
 learned cells strong|strong, strong|weak, weak|strong and weak|weak are read
-(mccdb_learned_interference()) and ranked; the reference ranking is the
-calibration's (mccdb_interference, benchmarks/calibrate.py).  Reported: the
-cells, their sample counts and whether their order agrees with the
-calibration's, per step.
+(mccdb_learned_interference()) and ranked.  The reference is a calibration
+of the same two queries measured first, --ref-rounds rounds per cell (each
+round: the target alone, then beside a looping co-runner; median and
+min-max of the ratios).  Reported: the cells, their sample counts and the
+fraction of cell pairs ordered as the reference orders them, over all six
+pairs and over the pairs the reference separates (their min-max ranges do
+not overlap), per step.
 
     eval "$(scripts/pg-cluster.sh env demo)"
-    PGDATABASE=ssb .venv/bin/python benchmarks/calibrate.py --runs 5
     .venv/bin/python benchmarks/experiments/learning.py --db ssb --queries 200
 """
 import random
 import threading
 import time
 
-from common import parser, say_fn, plq_query, scale_of, pg, report
+from common import parser, say_fn, plq_query, scale_of, pg, report, stats
 from harness.quiet import Guard
 
 CELLS = [("strong", "strong"), ("strong", "weak"), ("weak", "strong"), ("weak", "weak")]
@@ -29,15 +31,35 @@ def ranking(values):
     return [c for c, _ in sorted(values.items(), key=lambda kv: kv[1])]
 
 
-def pairwise_agreement(a, b):
-    """Fraction of cell pairs ordered the same way in two {cell: value} maps."""
+def pairwise_agreement(a, b, pairs=None):
+    """Fraction of cell pairs (all, or those given) ordered the same way in two
+    {cell: value} maps; None when there are no pairs."""
     keys = list(a)
-    same = total = 0
-    for i, x in enumerate(keys):
-        for y in keys[i + 1:]:
-            total += 1
-            same += (a[x] < a[y]) == (b[x] < b[y])
-    return same / total if total else 0.0
+    pairs = pairs if pairs is not None else [(x, y) for i, x in enumerate(keys) for y in keys[i + 1:]]
+    same = sum((a[x] < a[y]) == (b[x] < b[y]) for x, y in pairs)
+    return same / len(pairs) if pairs else None
+
+
+def separated_pairs(ref):
+    """Cell pairs whose reference ranges (min-max over the rounds) do not overlap."""
+    keys = list(ref)
+    return [(x, y) for i, x in enumerate(keys) for y in keys[i + 1:]
+            if ref[x].hi < ref[y].lo or ref[y].hi < ref[x].lo]
+
+
+def measure_reference(queries, rounds, db, say):
+    """{cell: Summary of co-run/alone ratios} for the experiment's own queries."""
+    by_class = {"strong": queries[0], "weak": queries[1]}
+    out = {}
+    for t, r in CELLS:
+        alone, co = pg.alone_vs_corun(by_class[t], [by_class[r]], rounds, db)
+        out[(t, r)] = stats.summarize(stats.ratios(co, alone))
+        say(f"  reference {t}|{r}: {out[(t, r)].fmt()}")
+    return out
+
+
+def fmt_pct(x):
+    return "-" if x is None else f"{100 * x:.0f}%"
 
 
 def main(argv=None):
@@ -50,6 +72,7 @@ def main(argv=None):
     ap.add_argument("--think", type=float, default=1.0,
                     help="mean seconds a client waits between queries (exponential): the stream "
                          "needs quiet moments, since only runs alone anchor the alone times")
+    ap.add_argument("--ref-rounds", type=int, default=5, help="rounds per reference cell")
     ap.add_argument("--no-guard", action="store_true")
     a = ap.parse_args(argv)
     say = say_fn(a.quiet)
@@ -59,14 +82,15 @@ def main(argv=None):
     res.guard = guard
     if guard:
         guard.start()
-    with pg.connect(a.db) as c:
-        ref = {(t, r): s for t, r, s in c.execute(
-            "select target, corunner, slowdown from mccdb_interference").fetchall()}
-    missing = [cell for cell in CELLS if cell not in ref]
-    if missing:
-        raise SystemExit(f"no calibration for {missing}: run benchmarks/calibrate.py --runs 5 first")
-    ref = {cell: ref[cell] for cell in CELLS}
     queries = [plq_query(a.hash, "hash"), plq_query(a.index, "index")]
+    pg.set_schedule("off", a.db)
+    if guard:
+        guard.before("the reference")
+    ref_range = measure_reference(queries, a.ref_rounds, a.db, say)
+    if guard:
+        guard.after()
+    ref = {cell: ref_range[cell].median for cell in CELLS}
+    separated = separated_pairs(ref_range)
     for q in queries:
         q.settings.append("set mccdb.min_cost = 0")
 
@@ -113,10 +137,11 @@ def main(argv=None):
                     got = {(t, r): (s, k) for t, r, s, k in rows}
                     learned = {cell: got[cell][0] for cell in CELLS}
                     curve.append((n, learned, {cell: got[cell][1] for cell in CELLS},
-                                  pairwise_agreement(learned, ref)))
+                                  pairwise_agreement(learned, ref),
+                                  pairwise_agreement(learned, ref, separated)))
                     say(f"  {n:4d} queries: " + ", ".join(f"{t[0]}|{r[0]} {learned[(t, r)]:.2f}"
                                                           for t, r in CELLS)
-                        + f", order agrees {100 * curve[-1][3]:.0f}%")
+                        + f", order agrees {fmt_pct(curve[-1][3])} (separated pairs {fmt_pct(curve[-1][4])})")
                     next_step += a.step
         for t in threads:
             t.join()
@@ -133,26 +158,32 @@ def main(argv=None):
             f"`mccdb.min_cost = 0`, default slots) from an empty learned matrix, {a.queries} queries in all, "
             f"each client waiting {a.think} s on average (exponential) between queries. "
             "Cells are target|co-runner slowdowns as `mccdb_learned_interference()` shows them after the "
-            "number of finished queries in the first column (samples in brackets); the reference is the "
-            "calibration in `mccdb_interference` (benchmarks/calibrate.py). Agreement: the fraction of the "
-            "6 pairs of cells the learned matrix orders as the calibration does.\n")
-    res.table(["queries"] + [f"{t}|{r}" for t, r in CELLS] + ["order agrees"],
-              [[str(n)] + [f"{learned[c]:.2f} ({samples[c]})" for c in CELLS] + [f"{100 * agree:.0f}%"]
-               for n, learned, samples, agree in curve]
-              + [["calibration"] + [f"{ref[c]:.2f}" for c in CELLS] + ["ranking: " + " < ".join(
-                  f"{t[0]}|{r[0]}" for t, r in ranking(ref))]])
+            "number of finished queries in the first column (samples in brackets). The reference: the same "
+            f"two queries measured first with the gate off, {a.ref_rounds} rounds per cell (the target alone, "
+            "then beside its co-runner looping on another connection), median (min-max) of the ratios. "
+            "Agreement: the fraction of the 6 pairs of cells the learned matrix orders as the reference "
+            f"does, and of the {len(separated)} pair(s) the reference separates (min-max ranges apart: "
+            + (", ".join(f"{x[0][0]}|{x[1][0]} vs {y[0][0]}|{y[1][0]}" for x, y in separated) or "none")
+            + ").\n")
+    res.table(["queries"] + [f"{t}|{r}" for t, r in CELLS] + ["order agrees (6 pairs)",
+                                                             f"separated pairs ({len(separated)})"],
+              [[str(n)] + [f"{learned[c]:.2f} ({samples[c]})" for c in CELLS] + [fmt_pct(agree), fmt_pct(sep)]
+               for n, learned, samples, agree, sep in curve]
+              + [["reference"] + [ref_range[c].fmt() for c in CELLS] + ["ranking: " + " < ".join(
+                  f"{t[0]}|{r[0]}" for t, r in ranking(ref)), ""]])
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 4))
     xs = [n for n, *_ in curve]
     for cell in CELLS:
-        line, = ax.plot(xs, [learned[cell] for _, learned, _, _ in curve], marker="o", ms=3,
+        line, = ax.plot(xs, [learned[cell] for _, learned, *_ in curve], marker="o", ms=3,
                         label=f"{cell[0]}|{cell[1]} learned")
         ax.axhline(ref[cell], color=line.get_color(), ls="--", lw=0.8)
+        ax.axhspan(ref_range[cell].lo, ref_range[cell].hi, color=line.get_color(), alpha=0.08)
     ax.set_xlabel("finished gated queries")
     ax.set_ylabel("slowdown (co-run / alone)")
-    ax.set_title("learned cells (solid) and the calibration (dashed)", fontsize=10)
+    ax.set_title("learned cells (solid), the reference median (dashed) and min-max (band)", fontsize=10)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     res.figure(fig)
     return res, curve

@@ -96,3 +96,36 @@ def test_fig6_quick_end_to_end(db, tmp_path):
     assert "| PLQ_25 |" in md and "- Command: `" in md
     with pg.connect(db) as c:
         assert c.execute("select policy from mccdb_scheduler()").fetchone()[0] == "off"
+
+
+def test_throughput_end_to_end(db, tmp_path):
+    import throughput
+    res, per = throughput.main(["--no-guard", "--db", db, "--outdir", str(tmp_path), "--quiet", "--clients", "2",
+                                "--per-client", "2", "--reps", "1", "--tpch", "1,6",
+                                "--configs", "stock,off,predictive"])
+    md = res.write().read_text()
+    assert set(per) == {"stock", "off", "predictive"}
+    # fixed work: every configuration ran every query of the streams
+    assert all(len(d["qph"]) == 1 and d["qph"][0] > 0 for d in per.values()), per
+    assert per["stock"]["qph_rel"] == [1.0]
+    assert "| predictive |" in md and (tmp_path / "throughput.png").exists()
+    with pg.connect(db) as c:   # back on the server with mccdb preloaded, policy off
+        assert c.execute("select policy from mccdb_scheduler()").fetchone()[0] == "off"
+
+
+def test_pgbench_mix_end_to_end(db, tmp_path):
+    import pgbench_mix
+    res, per = pgbench_mix.main(["--no-guard", "--db", db, "--outdir", str(tmp_path), "--quiet", "--clients", "2",
+                                 "--per-client", "2", "--reps", "1", "--configs", "stock,predictive"])
+    md = res.write().read_text()
+    assert per["stock"]["qph_rel"] == [1.0] and per["predictive"]["qph"][0] > 0, per
+    assert "`pgbench -n -c 2 -t 2" in md and "PLQ_12 index" in md
+
+
+def test_learning_curve_end_to_end(db, tmp_path):
+    import learning
+    res, curve = learning.main(["--no-guard", "--db", db, "--outdir", str(tmp_path), "--quiet", "--clients", "2",
+                                "--queries", "6", "--step", "3", "--think", "0", "--ref-rounds", "2"])
+    md = res.write().read_text()
+    assert curve and curve[-1][0] >= 6
+    assert "| reference |" in md and (tmp_path / "learning-curve.png").exists()

@@ -7,7 +7,7 @@
 \set ON_ERROR_STOP 1
 \set QUIET 1
 BEGIN;
-SELECT plan(7);
+SELECT plan(8);
 SET LOCAL client_min_messages = warning;
 SET LOCAL jit = off;
 SET LOCAL max_parallel_workers_per_gather = 0;
@@ -49,6 +49,10 @@ SELECT matches((SELECT description FROM mccdb_locality(:'q')), 'sizes learned fr
 
 SET LOCAL mccdb.learn_table_sizes = off;
 SELECT is(pg_temp.hash_table(:'q') ->> 'Size Source', 'planner', 'mccdb.learn_table_sizes = off: the planner''s estimate');
+RESET mccdb.learn_table_sizes;
+
+SELECT mccdb_learned_reset();
+SELECT is(pg_temp.hash_table(:'q') ->> 'Size Source', 'planner', 'mccdb_learned_reset() forgets the learned sizes');
 
 SELECT * FROM finish();
 ROLLBACK;
