@@ -16,6 +16,7 @@ not overlap), per step.
     eval "$(scripts/pg-cluster.sh env demo)"
     .venv/bin/python benchmarks/experiments/learning.py --db ssb --queries 200
 """
+import os
 import random
 import threading
 import time
@@ -78,7 +79,7 @@ def main(argv=None):
     say = say_fn(a.quiet)
     res = report.Result("learning-curve", "Online learning of the interference matrix (predictive policy)",
                         pg.server_info(a.db), scale_of(a.db), a.outdir)
-    guard = None if a.no_guard else Guard(say)
+    guard = None if a.no_guard else Guard(say, own_load=max(a.clients, os.cpu_count() or 1))
     res.guard = guard
     if guard:
         guard.start()

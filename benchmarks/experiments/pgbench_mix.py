@@ -90,7 +90,7 @@ def main(argv=None):
     say = say_fn(a.quiet)
     srv = pg.server_info(a.db)
     res = report.Result(a.name, "Mixed stream under pgbench: stock vs mccdb policies", srv, scale_of(a.db), a.outdir)
-    guard = None if a.no_guard else Guard(say)
+    guard = None if a.no_guard else Guard(say, own_load=max(a.clients, os.cpu_count() or 1))
     res.guard = guard
     if guard:
         guard.start()

@@ -20,6 +20,7 @@ guard.
     eval "$(scripts/pg-cluster.sh env demo)"
     .venv/bin/python benchmarks/experiments/throughput.py --db ssb --clients 6 --reps 3
 """
+import os
 import random
 import threading
 import time
@@ -151,7 +152,7 @@ def main(argv=None):
     srv = pg.server_info(a.db)
     res = report.Result(a.name, "Throughput: mixed SSB/TPC-H stream, stock vs mccdb policies",
                         srv, scale_of(a.db), a.outdir)
-    guard = None if a.no_guard else Guard(say)
+    guard = None if a.no_guard else Guard(say, own_load=max(a.clients, os.cpu_count() or 1))
     res.guard = guard
     if guard:
         guard.start()

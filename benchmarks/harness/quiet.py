@@ -37,8 +37,11 @@ def cpu_busy(seconds=2.0):
 
 
 class Guard:
-    def __init__(self, say=print, load=None, busy=None, timeout=None):
+    def __init__(self, say=print, load=None, busy=None, timeout=None, own_load=None):
+        """own_load: the load the experiment itself makes (its sessions that can
+        run at once; default the number of CPUs), beyond which the report warns."""
         self.say = say
+        self.own_load = own_load if own_load is not None else (os.cpu_count() or 1)
         self.load = float(load if load is not None else os.environ.get("MCCDB_QUIET_LOAD", "0.5"))
         self.busy = float(busy if busy is not None else os.environ.get("MCCDB_QUIET_BUSY", "0.10"))
         self.timeout = float(timeout if timeout is not None else os.environ.get("MCCDB_QUIET_TIMEOUT", "600"))
@@ -82,8 +85,8 @@ class Guard:
         text = (f"- Quiet-machine guard: 1-minute load < {self.load} before the experiment; before each of "
                 f"{len(self.checks)} configurations the CPUs were at most {100 * busy:.0f}% busy over 2 s "
                 f"(limit {100 * self.busy:.0f}%); 1-minute load during the run {min(loads):.2f}-{max(loads):.2f} "
-                f"(2 vCPUs: the benchmark's own queries reach 2)\n")
-        if max(loads) > 2.5:
+                f"(the benchmark's own sessions reach {self.own_load})\n")
+        if max(loads) > self.own_load + 0.5:
             text += (f"- **Warning: the 1-minute load reached {max(loads):.2f}, more than the benchmark's "
-                     f"two busy vCPUs explain: something else ran during this experiment.**\n")
+                     f"own {self.own_load} sessions explain: something else ran during this experiment.**\n")
         return text

@@ -35,10 +35,21 @@ def test_warns_when_the_load_rose_beyond_the_benchmark(monkeypatch):
     monkeypatch.setattr(quiet, "cpu_busy", lambda seconds=2.0: 0.0)
     loads = iter([0.2, 3.4])
     monkeypatch.setattr(quiet, "loadavg1", lambda: next(loads))
-    g = quiet.Guard(say=lambda m: None)
+    g = quiet.Guard(say=lambda m: None, own_load=2)
     g.before("x")
     g.after()
     assert "Warning: the 1-minute load reached 3.40" in g.summary()
+
+
+def test_the_benchmarks_own_sessions_are_not_something_else(monkeypatch):
+    # six clients make a load of up to six themselves
+    monkeypatch.setattr(quiet, "cpu_busy", lambda seconds=2.0: 0.0)
+    loads = iter([0.2, 4.2])
+    monkeypatch.setattr(quiet, "loadavg1", lambda: next(loads))
+    g = quiet.Guard(say=lambda m: None, own_load=6)
+    g.before("x")
+    g.after()
+    assert "Warning" not in g.summary() and "own sessions reach 6" in g.summary()
 
 
 def test_start_refuses_a_loaded_machine(monkeypatch):

@@ -41,6 +41,9 @@ extern "C" {
 #ifndef COLOR_MBIND_MIGRATE
 #define COLOR_MBIND_MIGRATE	(1U << 0)
 #endif
+#ifndef COLOR_MBIND_MIGRATE_ALL
+#define COLOR_MBIND_MIGRATE_ALL	(1U << 1)	/* pages others map too; CAP_SYS_NICE */
+#endif
 #ifndef COLOR_POLICY_ADDR
 #define COLOR_POLICY_ADDR	(1U << 0)
 #endif
