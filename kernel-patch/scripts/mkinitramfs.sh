@@ -44,6 +44,9 @@ if ! file -L "$busybox" 2>/dev/null | grep -q "statically linked"; then
 fi
 
 root=$(mktemp -d)
+# mktemp makes it 0700, and it becomes the guest's /: unprivileged test
+# processes (color_security's attacker) must be able to reach /proc
+chmod 755 "$root"
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,tests,root}
 if [ -n "$extra_root" ]; then

@@ -41,7 +41,7 @@ int main(void)
 	char *p, *ro, *hole;
 	int mode, ok;
 
-	pc_init(37);
+	pc_init(39);
 	nr = (unsigned long)pc_nr_colors;
 	ps = (unsigned long)pc_page_size;
 	memset(mask, 0, sizeof(mask));
@@ -109,6 +109,9 @@ int main(void)
 	tap_ok(EXPECT(pagecolor_sys_color_mbind((unsigned long)p, -ps, COLOR_MODE_BIND,
 						mask, nr, 0), EINVAL),
 	       "color_mbind: wrapping range -> EINVAL");
+	tap_ok(EXPECT(pagecolor_sys_color_mbind((unsigned long)p, ~0UL, COLOR_MODE_BIND,
+						mask, nr, 0), EINVAL),
+	       "color_mbind: length rounding up past the end (~0UL) -> EINVAL");
 	tap_ok(EXPECT(pagecolor_sys_color_mbind((unsigned long)p, ps, COLOR_MODE_BIND,
 						empty, nr, 0), EINVAL),
 	       "color_mbind: empty mask -> EINVAL");
@@ -151,6 +154,9 @@ int main(void)
 	       "color_mbind: valid calls (bind, migrate, default) succeed");
 
 	/* get_color_policy */
+	tap_ok(EXPECT(pagecolor_sys_get_color_policy(&mode, mask, PAGE_COLOR_MAX_COLORS,
+						     (unsigned long)p, 0), EINVAL),
+	       "get_color_policy: addr without COLOR_POLICY_ADDR -> EINVAL (as get_mempolicy)");
 	tap_ok(EXPECT(pagecolor_sys_get_color_policy((int *)(hole + ps), mask,
 						     PAGE_COLOR_MAX_COLORS, 0, 0), EFAULT),
 	       "get_color_policy: unmapped mode pointer -> EFAULT");

@@ -10,6 +10,22 @@
 
 #include <sys/syscall.h>
 
+/* Bytes /proc/self/color_maps gives this process, -1 when it is absent. */
+static long color_maps_bytes(void)
+{
+	char buf[4096];
+	long total = 0;
+	size_t n;
+	FILE *f = fopen("/proc/self/color_maps", "r");
+
+	if (!f)
+		return -1;
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		total += n;
+	fclose(f);
+	return total;
+}
+
 int main(void)
 {
 	unsigned long long v;
@@ -23,7 +39,7 @@ int main(void)
 	errno = 0;
 	sup = pagecolor_supported();
 	e = errno;
-	tap_plan(6);
+	tap_plan(7);
 	geo_ok = pagecolor_geometry(&g) == 0;
 	if (geo_ok)
 		tap_diag("LLC L%d %lld KiB %d-way line %d, cpus %s -> %d colours",
@@ -46,6 +62,7 @@ int main(void)
 		tap_ok(pagecolor_get_policy(&mode, &s, NULL, 0) == 0 &&
 		       mode == COLOR_MODE_DEFAULT, "get_color_policy works, default mode");
 		tap_ok(pagecolor_page_color(&mode) >= 0, "page colour of the stack readable");
+		tap_ok(color_maps_bytes() > 0, "/proc/self/color_maps lists this process's VMAs");
 		{
 			/* page_colors=N on the command line, else the LLC geometry
 			 * rounded down to a power of two, capped, else 32. */
@@ -96,6 +113,11 @@ int main(void)
 		r = pagecolor_sys_set_color_policy(0, NULL, 0);
 		tap_ok(r == -1 && errno == ENOSYS,
 		       "raw set_color_policy -> ENOSYS (%s)", sysfs ? "colouring off" : "stock kernel");
+		/* colouring off: the file reports no colours (nor frame bits) */
+		r = color_maps_bytes();
+		tap_ok(sysfs ? r == 0 : r == -1,
+		       "/proc/self/color_maps %s (%ld bytes)",
+		       sysfs ? "is empty with colouring off" : "does not exist", r);
 	}
 	return tap_finish();
 }

@@ -18,6 +18,7 @@
 #include <grp.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -28,8 +29,13 @@ static pagecolor_set_t setA, setB;
 
 static void drop_privileges(void)
 {
-	if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY)) {
-		printf("# setuid(%d): %s\n", NOBODY, strerror(errno));
+	/*
+	 * Changing uid makes a process non-dumpable, which puts its /proc
+	 * files out of its own reach; an ordinary user's process is dumpable.
+	 */
+	if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY) ||
+	    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)) {
+		printf("# dropping to uid %d: %s\n", NOBODY, strerror(errno));
 		_exit(100);
 	}
 }
@@ -130,8 +136,10 @@ static int color_maps_counts(const void *addr, int *have_line)
 	int counts = 0;
 
 	*have_line = 0;
-	if (!f)
+	if (!f) {
+		printf("# /proc/self/color_maps: %s\n", strerror(errno));
 		return -1;
+	}
 	snprintf(start, sizeof(start), "%08lx-", (unsigned long)addr);
 	while (fgets(line, sizeof(line), f))
 		if (!strncmp(line, start, strlen(start))) {
@@ -139,6 +147,8 @@ static int color_maps_counts(const void *addr, int *have_line)
 			counts = strstr(line, " N") != NULL;
 		}
 	fclose(f);
+	if (!*have_line)
+		printf("# /proc/self/color_maps has no line starting %s\n", start);
 	return counts;
 }
 
@@ -157,9 +167,12 @@ static int attacker_reads_color_maps(void *arg)
 	if (pagecolor_mbind(p, NPAGES * pc_page_size, COLOR_MODE_BIND, &setA, 0))
 		return 102;
 	counts = color_maps_counts(p, &line);
-	/* what pagemap gives this reader: no frame number */
-	if (pagecolor_pfn(p, &pfn) != 0)
-		pfn = 1;
+	/* what pagemap gives this reader: present pages, no frame numbers */
+	if (pagecolor_pfn(p, &pfn) != 0) {
+		if (errno != EPERM)
+			printf("# attacker's pagemap: %s\n", strerror(errno));
+		pfn = errno == EPERM ? 0 : 1;
+	}
 	if (counts < 0 || !line)
 		return 103;
 	return (counts ? 1 : 0) | (pfn ? 2 : 0);

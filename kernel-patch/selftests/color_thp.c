@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Transparent huge pages and colour policies.  A huge page spans every
+ * colour, so while a thread has a default policy no VMA of its process
+ * gets THP; when the last default policy goes, THP comes back, and a new
+ * mm (fork, exec) is coloured only if the task it is made for has a
+ * default policy.  Eligibility is read from the THPeligible line of
+ * /proc/self/smaps for a fresh MADV_HUGEPAGE mapping.
+ */
+#include "pc_test.h"
+
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#define MAP_LEN		(4UL << 20)
+#define THP_ENABLED	"/sys/kernel/mm/transparent_hugepage/enabled"
+
+/* THPeligible of a fresh MADV_HUGEPAGE mapping: 1, 0, or -1 on error. */
+static int thp_eligible(void)
+{
+	char line[256], start[32];
+	int in_vma = 0, value = -1;
+	FILE *f;
+	char *p = mmap(NULL, MAP_LEN, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		printf("# mmap: %s\n", strerror(errno));
+		return -1;
+	}
+	if (madvise(p, MAP_LEN, MADV_HUGEPAGE)) {
+		printf("# madvise(MADV_HUGEPAGE): %s\n", strerror(errno));
+		munmap(p, MAP_LEN);
+		return -1;
+	}
+	snprintf(start, sizeof(start), "%lx-", (unsigned long)p);
+	f = fopen("/proc/self/smaps", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strchr(line, '-') && strchr(line, ' ') &&
+		    strchr(line, '-') < strchr(line, ' '))
+			in_vma = !strncmp(line, start, strlen(start));
+		else if (in_vma && sscanf(line, "THPeligible: %d", &value) == 1)
+			break;
+	}
+	if (f)
+		fclose(f);
+	else
+		printf("# /proc/self/smaps: %s\n", strerror(errno));
+	if (value < 0)
+		printf("# no THPeligible line for the VMA at %s\n", start);
+	munmap(p, MAP_LEN);
+	return value;
+}
+
+static int set_policy(int mode)
+{
+	pagecolor_set_t s = pc_set("0-3");
+
+	return pagecolor_set_policy(mode, mode == COLOR_MODE_DEFAULT ? NULL : &s);
+}
+
+/* In a child: optionally bind, optionally go back to default, then exec
+ * ourselves to report THPeligible; returns that child's exit status. */
+static int exec_child(const char *self, int bind, int unbind)
+{
+	int st;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if ((bind && set_policy(COLOR_MODE_BIND)) ||
+		    (unbind && set_policy(COLOR_MODE_DEFAULT)))
+			_exit(100);
+		execl(self, self, "--thp-eligible", (char *)NULL);
+		_exit(101);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+int main(int argc, char **argv)
+{
+	char self[4096];
+	ssize_t n;
+	int st, e;
+	pid_t pid;
+
+	if (argc > 1 && !strcmp(argv[1], "--thp-eligible"))
+		return thp_eligible() == 1 ? 0 : 1;
+
+	pc_init(7);
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0 || access(THP_ENABLED, R_OK)) {
+		tap_diag("no %s or /proc/self/exe", THP_ENABLED);
+		return tap_finish();
+	}
+	self[n] = '\0';
+
+	e = thp_eligible();
+	tap_ok(e == 1, "no policy: a MADV_HUGEPAGE mapping is THP-eligible (%d)", e);
+	e = set_policy(COLOR_MODE_BIND) ? -1 : thp_eligible();
+	tap_ok(e == 0, "default policy set: not eligible (%d)", e);
+
+	/* a child of a coloured process drops its own policy */
+	pid = fork();
+	if (pid == 0)
+		_exit(set_policy(COLOR_MODE_DEFAULT) ? 100 : thp_eligible() == 1 ? 0 : 1);
+	st = -1;
+	if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st))
+		st = WEXITSTATUS(st);
+	tap_ok(st == 0, "fork: a child that drops its policy gets THP back (status %d)", st);
+
+	e = set_policy(COLOR_MODE_DEFAULT) ? -1 : thp_eligible();
+	tap_ok(e == 1, "policy back to default: THP-eligible again (%d)", e);
+
+	st = exec_child(self, 1, 0);
+	tap_ok(st == 1, "exec with a default policy: the new image is not eligible (status %d)", st);
+	st = exec_child(self, 1, 1);
+	tap_ok(st == 0, "exec after dropping the policy: the new image is eligible (status %d)", st);
+	st = exec_child(self, 0, 0);
+	tap_ok(st == 0, "exec without a policy: eligible (status %d)", st);
+	return tap_finish();
+}
