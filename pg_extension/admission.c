@@ -292,6 +292,15 @@ read_matrix_file(double matrix[3][3])
 	return ok && n > 0;
 }
 
+/* Forget what was learned; the caller holds adm->lock or is alone (startup). */
+static void
+forget_learned(void)
+{
+	memset(adm->learned, 0, sizeof(adm->learned));
+	memset(&adm->seconds_per_cost, 0, sizeof(adm->seconds_per_cost));
+	memset(adm->known, 0, sizeof(adm->known));
+}
+
 /*
  * The learned state across a clean restart (snapshot.h): the matrix cells
  * and the rate, then the known queries in use.
@@ -336,11 +345,7 @@ read_learned_file(void)
 	for (i = 0; ok && i < h.nentries; i++)
 		ok = mccdb_snapshot_get(f, &adm->known[i], sizeof(KnownQuery));
 	if (!ok)
-	{
-		memset(adm->learned, 0, sizeof(adm->learned));
-		memset(&adm->seconds_per_cost, 0, sizeof(adm->seconds_per_cost));
-		memset(adm->known, 0, sizeof(adm->known));
-	}
+		forget_learned();
 	mccdb_snapshot_done(f, LEARNED_FILE, ok);
 }
 
@@ -1695,9 +1700,7 @@ mccdb_learned_reset(PG_FUNCTION_ARGS)
 {
 	require_shmem();
 	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
-	memset(adm->learned, 0, sizeof(adm->learned));
-	memset(&adm->seconds_per_cost, 0, sizeof(adm->seconds_per_cost));
-	memset(adm->known, 0, sizeof(adm->known));
+	forget_learned();
 	LWLockRelease(adm->lock);
 	mccdb_table_sizes_reset();
 	PG_RETURN_VOID();

@@ -57,6 +57,18 @@ sizes_shmem_request(void)
 	RequestNamedLWLockTranche("mccdb_table_sizes", 1);
 }
 
+/* Empty the table; the caller holds sizes_lock or is alone (startup). */
+static void
+remove_all_sizes(void)
+{
+	HASH_SEQ_STATUS seq;
+	LearnedSize *e;
+
+	hash_seq_init(&seq, sizes);
+	while ((e = hash_seq_search(&seq)) != NULL)
+		hash_search(sizes, &e->key, HASH_REMOVE, NULL);
+}
+
 #define SIZES_FILE MCCDB_SNAPSHOT_PATH("mccdb_table_sizes.stat")
 #define SIZES_MAGIC 0x4d435331	/* change when LearnedSize changes */
 
@@ -111,6 +123,9 @@ read_sizes_file(void)
 			break;
 		*e = in;
 	}
+	/* as the log says: a damaged file is ignored, not half used */
+	if (!ok)
+		remove_all_sizes();
 	mccdb_snapshot_done(f, SIZES_FILE, ok);
 }
 
@@ -243,14 +258,9 @@ mccdb_learn_table_sizes(uint64 queryid, const MccdbLocality *loc)
 void
 mccdb_table_sizes_reset(void)
 {
-	HASH_SEQ_STATUS seq;
-	LearnedSize *e;
-
 	if (sizes == NULL)
 		return;
 	LWLockAcquire(sizes_lock, LW_EXCLUSIVE);
-	hash_seq_init(&seq, sizes);
-	while ((e = hash_seq_search(&seq)) != NULL)
-		hash_search(sizes, &e->key, HASH_REMOVE, NULL);
+	remove_all_sizes();
 	LWLockRelease(sizes_lock);
 }

@@ -93,3 +93,20 @@ def test_a_damaged_state_file_is_ignored_with_a_log_line(server):
     for name in FILES:
         assert f'ignoring invalid file "pg_stat/{name}"' in text, text[-2000:]
         assert not (dir_ / "data" / "pg_stat" / name).exists()
+
+
+def test_a_truncated_sizes_file_is_ignored_whole(server):
+    # entries read before the damage are not kept: the file is ignored, as logged
+    configure(server, schedule="predictive")
+    sql = query(server, "q2.1", "ssb")
+    run_gated(sql, 1)
+    dir_ = cluster("stop")
+    path = dir_ / "data" / "pg_stat" / "mccdb_table_sizes.stat"
+    data = path.read_bytes()
+    header, entry = 16, 40      # MccdbSnapshotHeader, LearnedSize
+    assert len(data) >= header + 2 * entry, "q2.1 has more than one hash table"
+    path.write_bytes(data[:header + entry + entry // 2])
+    cluster("restart")
+    with connect() as c:
+        plan = c.execute("explain (format json) " + sql).fetchone()[0][0]["MCC-DB"]
+        assert {t["Size Source"] for t in plan["Tables"]} == {"planner"}
