@@ -31,25 +31,25 @@ def test_waits_for_a_quiet_machine_and_records_it(monkeypatch):
     assert "Warning" not in g.summary()
 
 
-def test_warns_when_the_load_rose_beyond_the_benchmark(monkeypatch):
+def summary_after_one_config(monkeypatch, own_load, load_after):
+    """The guard's summary after one configuration that left the load at load_after."""
     monkeypatch.setattr(quiet, "cpu_busy", lambda seconds=2.0: 0.0)
-    loads = iter([0.2, 3.4])
+    loads = iter([0.2, load_after])
     monkeypatch.setattr(quiet, "loadavg1", lambda: next(loads))
-    g = quiet.Guard(say=lambda m: None, own_load=2)
+    g = quiet.Guard(say=lambda m: None, own_load=own_load)
     g.before("x")
     g.after()
-    assert "Warning: the 1-minute load reached 3.40" in g.summary()
+    return g.summary()
+
+
+def test_warns_when_the_load_rose_beyond_the_benchmark(monkeypatch):
+    assert "Warning: the 1-minute load reached 3.40" in summary_after_one_config(monkeypatch, 2, 3.4)
 
 
 def test_the_benchmarks_own_sessions_are_not_something_else(monkeypatch):
     # six clients make a load of up to six themselves
-    monkeypatch.setattr(quiet, "cpu_busy", lambda seconds=2.0: 0.0)
-    loads = iter([0.2, 4.2])
-    monkeypatch.setattr(quiet, "loadavg1", lambda: next(loads))
-    g = quiet.Guard(say=lambda m: None, own_load=6)
-    g.before("x")
-    g.after()
-    assert "Warning" not in g.summary() and "own sessions reach 6" in g.summary()
+    summary = summary_after_one_config(monkeypatch, 6, 4.2)
+    assert "Warning" not in summary and "own sessions reach 6" in summary
 
 
 def test_start_refuses_a_loaded_machine(monkeypatch):
