@@ -3,7 +3,9 @@
  * Fuzz the three colour system calls with random arguments (default
  * 100000 calls, or argv[1]) in a child process, then check that the child
  * survived, only documented errnos came back, memory contents are intact
- * and dmesg shows no BUG/WARNING/Oops.
+ * and dmesg shows no BUG/WARNING/Oops.  THP is switched to "always" for
+ * the run, and a 4 MiB arena of transparent huge pages is bound and
+ * migrated in random pieces now and then, so that huge pages are split.
  */
 #include "pc_test.h"
 
@@ -12,6 +14,8 @@
 #include <sys/wait.h>
 
 #define ARENA	64			/* pages */
+#define THP_ARENA	(4UL << 20)		/* bytes, two huge pages */
+#define THP_ENABLED	"/sys/kernel/mm/transparent_hugepage/enabled"
 #define KADDR	0xffffffff81000000UL
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
@@ -30,7 +34,7 @@ static unsigned long pick(const unsigned long *v, size_t n)
 	return v[rnd() % n];
 }
 
-static char *arena, *unmapped, *ro;
+static char *arena, *unmapped, *ro, *thp;
 static unsigned long *maskbuf;		/* 2 pages, second one PROT_NONE */
 static unsigned long *maskend;		/* last long before the guard page */
 static long ps;
@@ -39,6 +43,32 @@ static unsigned long nr;
 static void fill_page(size_t i)
 {
 	arena[i * ps] = (char)(i ^ 0x5a);
+}
+
+static void thp_fill(void)
+{
+	size_t i;
+
+	for (i = 0; i < THP_ARENA / ps; i++)
+		thp[i * ps] = (char)(i ^ 0xa5);
+}
+
+/* Bind a random piece of the THP arena to one random colour and migrate. */
+static long thp_mbind(void)
+{
+	unsigned long first = rnd() % (THP_ARENA / ps);
+	unsigned long n = 1 + rnd() % (THP_ARENA / ps - first);
+	unsigned long mask[PAGECOLOR_SET_LONGS] = { 0 };
+	unsigned long c = rnd() % nr;
+
+	/* no more than one colour's share of a small guest holds */
+	if (n > 128)
+		n = 128;
+
+	mask[c / PAGECOLOR_BITS_PER_LONG] = 1UL << (c % PAGECOLOR_BITS_PER_LONG);
+	return pagecolor_sys_color_mbind((unsigned long)thp + first * ps, n * ps,
+					 1 + rnd() % 2, mask, nr,
+					 COLOR_MBIND_MIGRATE);
 }
 
 static unsigned long rand_mask_ptr(int writable_only)
@@ -129,7 +159,7 @@ static int errno_ok(int e)
 
 static int fuzz(long iterations)
 {
-	long i, ok = 0, fail = 0, bad_errno = 0;
+	long i, ok = 0, fail = 0, bad_errno = 0, thp_calls = 0, thp_backed = 0;
 	long hist[3] = { 0, 0, 0 };
 	size_t j;
 
@@ -139,9 +169,16 @@ static int fuzz(long iterations)
 	ro = mmap(NULL, ps, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	maskbuf = mmap(NULL, 2 * ps, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	thp = mmap(NULL, THP_ARENA + PC_HUGE, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (arena == MAP_FAILED || unmapped == MAP_FAILED || ro == MAP_FAILED ||
-	    maskbuf == MAP_FAILED)
+	    maskbuf == MAP_FAILED || thp == MAP_FAILED)
 		return 2;
+	thp = (char *)(((uintptr_t)thp + PC_HUGE - 1) & ~(PC_HUGE - 1));
+	madvise(thp, THP_ARENA, MADV_HUGEPAGE);
+	thp_fill();
+	printf("# THP arena: %d of 2 huge pages THP-backed at the start\n",
+	       pc_is_thp(thp) + pc_is_thp(thp + PC_HUGE));
 	munmap(unmapped, ps);
 	mprotect((char *)maskbuf + ps, ps, PROT_NONE);
 	maskend = (unsigned long *)((char *)maskbuf + ps) - 1;
@@ -207,8 +244,37 @@ static int fuzz(long iterations)
 			/* make sure we can still allocate under whatever policy */
 			pagecolor_sys_set_color_policy(COLOR_MODE_DEFAULT, NULL, 0);
 		}
+		/* split huge pages: bind and migrate pieces of them */
+		if (i % 211 == 0) {
+			errno = 0;
+			r = thp_mbind();
+			if (r == 0) {
+				thp_calls++;
+			} else if (!(r == -1 && errno_ok(errno))) {
+				if (bad_errno < 10)
+					printf("# THP mbind returned %ld errno %d (%s)\n",
+					       r, errno, strerror(errno));
+				bad_errno++;
+			}
+		}
+		/* and make new ones: drop the policies and the pages, refault */
+		if (i % 4999 == 0) {
+			pagecolor_sys_set_color_policy(COLOR_MODE_DEFAULT, NULL, 0);
+			pagecolor_sys_color_mbind((unsigned long)thp, THP_ARENA,
+						  COLOR_MODE_DEFAULT, NULL, 0, 0);
+			madvise(thp, THP_ARENA, MADV_DONTNEED);
+			thp_fill();
+			thp_backed += pc_is_thp(thp) + pc_is_thp(thp + PC_HUGE);
+		}
 	}
 	pagecolor_sys_set_color_policy(COLOR_MODE_DEFAULT, NULL, 0);
+	for (j = 0; j < THP_ARENA / ps; j++)
+		if (thp[j * ps] != (char)(j ^ 0xa5)) {
+			printf("# THP arena page %zu corrupted\n", j);
+			return 3;
+		}
+	printf("# THP arena: %ld pieces bound and migrated; %ld huge pages "
+	       "after the refaults\n", thp_calls, thp_backed);
 	for (j = 0; j < ARENA; j++)
 		if (arena[j * ps] != (char)(j ^ 0x5a)) {
 			printf("# arena page %zu corrupted\n", j);
@@ -234,6 +300,8 @@ int main(int argc, char **argv)
 	tap_diag("%ld iterations, seed 0x%llx", iterations, (unsigned long long)rng);
 	trouble = pc_dmesg_trouble();
 	tap_ok(trouble == 0, "dmesg clean before fuzzing");
+	if (pc_write_file(THP_ENABLED, "always"))
+		tap_diag("%s: %s", THP_ENABLED, strerror(errno));
 	pid = fork();
 	if (pid == 0)
 		_exit(fuzz(iterations));
@@ -241,6 +309,7 @@ int main(int argc, char **argv)
 		tap_ok(0, "fuzz child ran");
 		return tap_finish();
 	}
+	pc_write_file(THP_ENABLED, "madvise");
 	tap_ok(WIFEXITED(st), "fuzz child survived %ld calls (status 0x%x)", iterations, st);
 	tap_ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
 	       "only documented errnos, memory contents intact");

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/klog.h>
+#include <sys/mman.h>
 
 int pc_nr_colors;
 long pc_page_size;
@@ -255,4 +256,85 @@ void pc_settle(void)
 		close(fd);
 	}
 	usleep(200 * 1000);
+}
+
+int pc_write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	int ok = f && fputs(text, f) >= 0;
+
+	if (f && fclose(f))
+		ok = 0;
+	return ok ? 0 : -1;
+}
+
+#define KPAGEFLAGS_THP	22
+
+uint64_t pc_kpageflags(uint64_t pfn)
+{
+	uint64_t flags = 0;
+	FILE *f = fopen("/proc/kpageflags", "r");
+
+	if (!f)
+		return 0;
+	if (fseek(f, (long)(pfn * sizeof(flags)), SEEK_SET) ||
+	    fread(&flags, sizeof(flags), 1, f) != 1)
+		flags = 0;
+	fclose(f);
+	return flags;
+}
+
+int pc_is_thp(const void *addr)
+{
+	uint64_t pfn;
+
+	if (pagecolor_pfn(addr, &pfn))
+		return 0;
+	return !!(pc_kpageflags(pfn) & (1ULL << KPAGEFLAGS_THP));
+}
+
+size_t pc_eat_large_blocks(void)
+{
+	size_t len = 1UL << 30, taken = 0, i;
+	char *h = mmap(NULL, len + PC_HUGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (h == MAP_FAILED)
+		return 0;
+	h = (char *)(((uintptr_t)h + PC_HUGE - 1) & ~(PC_HUGE - 1));
+	if (madvise(h, len, MADV_HUGEPAGE))
+		return 0;
+	for (i = 0; i < len / PC_HUGE; i++) {
+		h[i * PC_HUGE] = 1;
+		if (!pc_is_thp(h + i * PC_HUGE))
+			break;	/* no free block of a huge page's size is left */
+		taken++;
+	}
+	return taken;
+}
+
+long pc_free_blocks(int order)
+{
+	FILE *f = fopen("/proc/buddyinfo", "r");
+	char line[512];
+	long total = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		/* "Node 0, zone   Normal   n0 n1 ... n10 " */
+		char *tok, *save, *counts = strstr(line, "zone");
+		int o = 0;
+
+		if (!counts)
+			continue;
+		strtok_r(counts, " \n", &save);		/* "zone" */
+		strtok_r(NULL, " \n", &save);		/* its name */
+		for (tok = strtok_r(NULL, " \n", &save); tok;
+		     tok = strtok_r(NULL, " \n", &save), o++)
+			if (o >= order)
+				total += strtol(tok, NULL, 10) << (o - order);
+	}
+	fclose(f);
+	return total;
 }

@@ -75,4 +75,26 @@ long long pc_memfree_pages(void);
 /* Drop caches / compact if available, then sleep a little. */
 void pc_settle(void);
 
+/* Write text to a sysfs or procfs file: 0, or -1 with errno. */
+int pc_write_file(const char *path, const char *text);
+
+/* The frame's flags from /proc/kpageflags (KPF_* bits); 0 on error. */
+uint64_t pc_kpageflags(uint64_t pfn);
+
+#define PC_THP_DEFRAG	"/sys/kernel/mm/transparent_hugepage/defrag"
+#define PC_HUGE		(2UL << 20)
+/* Is the (resident) page at addr part of a transparent huge page? */
+int pc_is_thp(const void *addr);
+/*
+ * Take every free block a huge page fits in (THP defrag should be "never"
+ * so that compaction does not make more); the memory stays taken until
+ * the process exits.  Returns the huge pages taken.
+ */
+size_t pc_eat_large_blocks(void);
+/*
+ * Free memory in blocks of at least @order, in units of 2^order pages, all
+ * zones (from /proc/buddyinfo); -1 on error.
+ */
+long pc_free_blocks(int order);
+
 #endif

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Colouring must not cost the rest of the machine its large blocks.
+ *
+ * 1. A colour policy elsewhere does not hurt compaction for uncoloured
+ *    memory.  Memory is fragmented (every other page of 60% of free
+ *    memory freed), then compacted through /proc/sys/vm/compact_memory;
+ *    what counts is the free memory in blocks of a huge page's size it
+ *    makes.  Rounds alternate without and with a process holding a colour
+ *    policy and coloured pages, started before the fragmentation (its
+ *    pages, which compaction leaves in place, are elsewhere); with the
+ *    policy compaction must make at least 3/4 of what it makes without.
+ *    After each compaction an
+ *    uncoloured process asks for huge pages with THP defrag "always";
+ *    that count is printed, not checked.
+ * 2. Parked pages go back to the buddy allocator by themselves once the
+ *    last colour policy is gone, and the free blocks of the largest order
+ *    come back to their count before the coloured run.
+ * 3. No BUG/WARNING/Oops.
+ *
+ * The numbers are printed as "# pressure:" lines for TESTING.md.
+ */
+#include "pc_test.h"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#define ROUNDS		4	/* without, with, without, with */
+#define WANT_HUGE	32	/* huge pages asked for per round */
+#define COLORED_PAGES	1024	/* the coloured process's memory */
+
+/* Fork a child that runs fn() and then waits for SIGKILL; returns after ready. */
+static pid_t start_holder(void (*fn)(void))
+{
+	int fds[2];
+	pid_t pid;
+	char c = 0;
+
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		fn();
+		if (write(fds[1], &c, 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	if (pid > 0 && read(fds[0], &c, 1) != 1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	close(fds[0]);
+	return pid;
+}
+
+static void stop_holder(pid_t pid)
+{
+	if (pid <= 0)
+		return;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* Fill 60% of free memory and free every other page. */
+static void fragment(void)
+{
+	size_t n = (size_t)pc_memfree_pages() * 6 / 10, i;
+	char *p = mmap(NULL, n * pc_page_size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED)
+		_exit(1);
+	madvise(p, n * pc_page_size, MADV_NOHUGEPAGE);
+	pc_touch(p, n);
+	for (i = 1; i < n; i += 2)
+		madvise(p + i * pc_page_size, pc_page_size, MADV_DONTNEED);
+}
+
+/* A process with a bind policy and coloured pages, colours 0-7. */
+static void hold_colors(void)
+{
+	pagecolor_set_t set = pc_set("0-7");
+	char *q = mmap(NULL, COLORED_PAGES * pc_page_size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (q == MAP_FAILED ||
+	    pagecolor_mbind(q, COLORED_PAGES * pc_page_size, COLOR_MODE_BIND, &set, 0))
+		_exit(1);
+	pc_touch(q, COLORED_PAGES);
+}
+
+/* Huge pages an uncoloured process gets. */
+static int huge_pages_got(void)
+{
+	size_t len = WANT_HUGE * PC_HUGE, i;
+	char *h = mmap(NULL, len + PC_HUGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	char *a;
+	int got = 0;
+
+	if (h == MAP_FAILED)
+		return -1;
+	a = (char *)(((uintptr_t)h + PC_HUGE - 1) & ~(PC_HUGE - 1));
+	if (madvise(a, len, MADV_HUGEPAGE)) {
+		munmap(h, len + PC_HUGE);
+		return -1;
+	}
+	for (i = 0; i < WANT_HUGE; i++) {
+		a[i * PC_HUGE] = 1;
+		got += pc_is_thp(a + i * PC_HUGE);
+	}
+	munmap(h, len + PC_HUGE);
+	return got;
+}
+
+#define HUGE_ORDER	9
+
+/*
+ * Fragment memory, compact it, and return the huge-page blocks compaction
+ * made (-1 on error); with_policy: a coloured process runs meanwhile.
+ */
+static long compaction_round(const char *name, int with_policy)
+{
+	pid_t frag, colored = 0;
+	long before, after;
+	int n, ok;
+
+	pagecolor_drain();
+	pc_settle();
+	if (with_policy)
+		colored = start_holder(hold_colors);
+	frag = start_holder(fragment);
+	before = pc_free_blocks(HUGE_ORDER);
+	ok = !pc_write_file("/proc/sys/vm/compact_memory", "1");
+	after = pc_free_blocks(HUGE_ORDER);
+	pc_write_file(PC_THP_DEFRAG, "always");
+	n = huge_pages_got();
+	pc_write_file(PC_THP_DEFRAG, "madvise");
+	printf("# pressure: %s %s a colour policy elsewhere: compaction made "
+	       "%ld huge-page blocks (%ld before, %ld after); then %d of %d huge "
+	       "pages faulted\n", name, with_policy ? "with" : "without",
+	       after - before, before, after, n, WANT_HUGE);
+	stop_holder(colored);
+	stop_holder(frag);
+	if (!ok || frag <= 0 || (with_policy && colored <= 0) || before < 0 || after < 0)
+		return -1;
+	return after - before;
+}
+
+static void compaction_rounds(void)
+{
+	long made[2] = { 0, 0 }, n;
+	char name[32];
+	int r, ok = 1;
+
+	/*
+	 * The first compaction of fragmented memory after boot sometimes
+	 * makes nothing, with or without the series: a warm-up, not counted.
+	 */
+	compaction_round("warm-up", 0);
+	for (r = 0; r < ROUNDS && ok; r++) {
+		snprintf(name, sizeof(name), "round %d", r + 1);
+		n = compaction_round(name, r & 1);
+		if (n < 0)
+			ok = 0;
+		else
+			made[r & 1] += n;
+	}
+	tap_ok(ok && made[0] > 0, "compaction makes huge-page blocks out of fragmented "
+	       "memory (%ld in %d rounds without a colour policy)", made[0], ROUNDS / 2);
+	tap_ok(ok && 4 * made[1] >= 3 * made[0],
+	       "a colour policy elsewhere leaves compaction alone: %ld blocks made with, "
+	       "%ld without (ratio %.2f)", made[1], made[0],
+	       made[0] ? (double)made[1] / made[0] : 0.0);
+}
+
+static void parked_pages_return(void)
+{
+	unsigned long long parked = ~0ULL, peak = 0;
+	long before, after;
+	pid_t pid;
+	int st = -1, i;
+
+	pagecolor_drain();
+	pc_settle();
+	before = pc_free_blocks(10);
+	pid = fork();
+	if (pid == 0) {
+		hold_colors();
+		pagecolor_read_counter("parked", &peak);
+		printf("# pressure: %llu pages parked while the coloured process ran\n", peak);
+		_exit(peak ? 0 : 2);
+	}
+	if (pid > 0)
+		waitpid(pid, &st, 0);
+	/* no drain through sysfs: the kernel gives them back by itself */
+	for (i = 0; i < 50; i++) {
+		if (pagecolor_read_counter("parked", &parked) || !parked)
+			break;
+		usleep(100 * 1000);
+	}
+	after = pc_free_blocks(10);
+	printf("# pressure: order-10 free blocks %ld before, %ld after the coloured "
+	       "process exited; %llu pages parked after it\n", before, after, parked);
+	tap_ok(pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && parked == 0,
+	       "parked pages go back once the last colour policy is gone (%llu left)",
+	       parked);
+	tap_ok(before > 0 && after >= before - 2,
+	       "order-10 free blocks back after the coloured process (%ld, before %ld)",
+	       after, before);
+}
+
+int main(void)
+{
+	pc_init(5);
+	compaction_rounds();
+	parked_pages_return();
+	pc_settle();
+	tap_ok(pc_dmesg_trouble() == 0, "no BUG/WARNING/Oops in dmesg");
+	return tap_finish();
+}
