@@ -21,21 +21,6 @@
 #define INJECT		"/sys/kernel/debug/hwpoison/corrupt-pfn"
 #define KPF_HWPOISON	19
 
-/* Map npages bound to the colours in list, touch them; NULL on error. */
-static char *bound_pages(const char *list, size_t npages)
-{
-	pagecolor_set_t set = pc_set(list);
-	char *p = mmap(NULL, npages * pc_page_size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		return NULL;
-	if (pagecolor_mbind(p, npages * pc_page_size, COLOR_MODE_BIND, &set, 0))
-		return NULL;
-	pc_touch(p, npages);
-	return p;
-}
-
 int main(void)
 {
 	unsigned long counts[PAGE_COLOR_MAX_COLORS];
@@ -59,7 +44,7 @@ int main(void)
 		return tap_finish();
 	holder = fork();
 	if (holder == 0) {
-		p = bound_pages("0", 1);
+		p = pc_bound_pages("0", 1);
 		if (!p || pagecolor_pfn(p, &pfn0))
 			pfn0 = 0;
 		if (write(fds[1], &pfn0, sizeof(pfn0)) != sizeof(pfn0))
@@ -88,7 +73,7 @@ int main(void)
 	/* every parked page of colour 1, and some fresh ones */
 	n = counts[1] + 8;
 	pfns = calloc(n, sizeof(*pfns));
-	q = pfns ? bound_pages("1", n) : NULL;
+	q = pfns ? pc_bound_pages("1", n) : NULL;
 	if (q && pagecolor_pfns(q, n, pfns) == 0) {
 		for (i = 0; i < n; i++) {
 			hit += pfns[i] == victim;

@@ -84,14 +84,8 @@ static void fragment(void)
 /* A process with a bind policy and coloured pages, colours 0-7. */
 static void hold_colors(void)
 {
-	pagecolor_set_t set = pc_set("0-7");
-	char *q = mmap(NULL, COLORED_PAGES * pc_page_size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (q == MAP_FAILED ||
-	    pagecolor_mbind(q, COLORED_PAGES * pc_page_size, COLOR_MODE_BIND, &set, 0))
+	if (!pc_bound_pages("0-7", COLORED_PAGES))
 		_exit(1);
-	pc_touch(q, COLORED_PAGES);
 }
 
 /* Huge pages an uncoloured process gets. */

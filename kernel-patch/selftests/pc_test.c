@@ -338,3 +338,17 @@ long pc_free_blocks(int order)
 	fclose(f);
 	return total;
 }
+
+char *pc_bound_pages(const char *list, size_t npages)
+{
+	pagecolor_set_t set = pc_set(list);
+	char *p = mmap(NULL, npages * pc_page_size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	if (pagecolor_mbind(p, npages * pc_page_size, COLOR_MODE_BIND, &set, 0))
+		return NULL;
+	pc_touch(p, npages);
+	return p;
+}

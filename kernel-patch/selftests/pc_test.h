@@ -58,6 +58,12 @@ int pc_range_ok(const void *addr, size_t npages, const pagecolor_set_t *allowed,
 /* Write one byte to every page. */
 void pc_touch(void *addr, size_t npages);
 
+/*
+ * Map npages private anonymous pages bound to the colours in list (pc_set
+ * syntax) and touch them; NULL on error.
+ */
+char *pc_bound_pages(const char *list, size_t npages);
+
 /* Make a set from list syntax; aborts the test on a bad list. */
 pagecolor_set_t pc_set(const char *list);
 
