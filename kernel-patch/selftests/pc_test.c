@@ -166,29 +166,40 @@ pagecolor_set_t pc_set(const char *list)
 	return s;
 }
 
+/* The kernel log as one NUL-terminated string (free() it), or NULL. */
+static char *pc_dmesg_read(void)
+{
+	int len = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
+	char *buf;
+	int n;
+
+	if (len <= 0)
+		len = 1 << 20;
+	buf = malloc((size_t)len + 1);
+	if (!buf)
+		return NULL;
+	n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf, len);
+	if (n < 0) {
+		tap_diag("klogctl: %s", strerror(errno));
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
 int pc_dmesg_trouble(void)
 {
 	static const char *pat[] = { "BUG:", "WARNING:", "Oops", "KASAN",
 				     "kernel BUG", "general protection fault",
 				     "UBSAN", "list_add corruption",
 				     "list_del corruption", "Bad page" };
-	int len = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
-	char *buf, *line, *save = NULL;
-	int n, bad = 0;
+	char *buf = pc_dmesg_read(), *line, *save = NULL;
+	int bad = 0;
 	size_t k;
 
-	if (len <= 0)
-		len = 1 << 20;
-	buf = malloc((size_t)len + 1);
 	if (!buf)
 		return -1;
-	n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf, len);
-	if (n < 0) {
-		tap_diag("klogctl: %s", strerror(errno));
-		free(buf);
-		return -1;
-	}
-	buf[n] = '\0';
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		for (k = 0; k < sizeof(pat) / sizeof(pat[0]); k++) {
 			if (strstr(line, pat[k])) {
@@ -203,6 +214,26 @@ int pc_dmesg_trouble(void)
 	return bad;
 }
 
+int pc_dmesg_find(const char *needle, char *last, size_t len)
+{
+	char *buf = pc_dmesg_read(), *line, *save = NULL;
+	int found = 0;
+
+	if (!buf)
+		return -1;
+	if (last && len)
+		last[0] = '\0';
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (!strstr(line, needle))
+			continue;
+		found++;
+		if (last && len)
+			snprintf(last, len, "%s", line);
+	}
+	free(buf);
+	return found;
+}
+
 long long pc_free_total(unsigned long *counts, int max)
 {
 	int n = pagecolor_free_pages(counts, max), i;
@@ -215,18 +246,29 @@ long long pc_free_total(unsigned long *counts, int max)
 	return sum;
 }
 
-long long pc_memfree_pages(void)
+long long pc_meminfo_kb(const char *key)
 {
 	FILE *f = fopen("/proc/meminfo", "r");
+	size_t len = strlen(key);
 	char line[256];
-	long long kb = -1, pcp = 0, v;
+	long long kb = -1;
 
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemFree: %lld kB", &kb) == 1)
+		if (strncmp(line, key, len) == 0 && line[len] == ':' &&
+		    sscanf(line + len + 1, " %lld kB", &kb) == 1)
 			break;
 	fclose(f);
+	return kb;
+}
+
+long long pc_memfree_pages(void)
+{
+	long long kb = pc_meminfo_kb("MemFree"), pcp = 0, v;
+	char line[256];
+	FILE *f;
+
 	if (kb < 0)
 		return -1;
 	/*

@@ -73,11 +73,18 @@ pagecolor_set_t pc_set(const char *list);
  * log cannot be read.  Prints offending lines as TAP diagnostics.
  */
 int pc_dmesg_trouble(void);
+/*
+ * Lines of the kernel log containing @needle: their number (-1 if the log
+ * cannot be read); the last one is copied to @last when it is not NULL.
+ */
+int pc_dmesg_find(const char *needle, char *last, size_t len);
 
 /* Sum of per-colour free pages (the sysfs file), -1 on error. */
 long long pc_free_total(unsigned long *counts, int max);
 /* Free pages: MemFree plus the per-CPU free lists (/proc/zoneinfo), -1 on error. */
 long long pc_memfree_pages(void);
+/* A /proc/meminfo field ("Cached", "MemTotal", ...) in kB, -1 if absent. */
+long long pc_meminfo_kb(const char *key);
 /* Drop caches / compact if available, then sleep a little. */
 void pc_settle(void);
 

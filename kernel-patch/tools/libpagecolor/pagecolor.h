@@ -163,7 +163,7 @@ int pagecolor_drain(void);
 /*
  * A single numeric counter from /sys/kernel/mm/page_coloring/<name>
  * (enabled, nr_colors, colored_allocs, fallbacks, refills, failures,
- * drained, parked).  Returns 0 or -1.
+ * drained, reclaimed, parked).  Returns 0 or -1.
  */
 int pagecolor_read_counter(const char *name, unsigned long long *value);
 

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A bind policy must not fail while its colours hold reclaimable memory.
+ *
+ * Buffered reads of a RAM disk (/dev/ram0, brd) fill memory with clean
+ * page cache (meminfo "Buffers") until free memory, spread over the
+ * colours, gives colour 0 less than half of what a process bound to it
+ * asks for (3/4 of colour 0's share of memory).  The process must get
+ * every page, each of colour 0, with no SIGBUS and no OOM kill: the
+ * allocator reclaims the page cache where colour 0 is (the "reclaimed"
+ * counter grows) to make room.  Afterwards the page
+ * cache has shrunk by at least what colour 0 lacked, free memory comes
+ * back once the cache is dropped, and dmesg has no BUG/WARNING/Oops.
+ */
+#include "pc_test.h"
+
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#define RAMDISK		"/dev/ram0"
+#define EXIT_SIGBUS	42
+#define EXIT_BADCOLOR	43
+#define TIMEOUT		300	/* seconds; TCG is slow */
+
+static sigjmp_buf jb;
+
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	siglongjmp(jb, 1);
+}
+
+/*
+ * Read the RAM disk through the page cache until @bytes were read.  The
+ * device stays open (*@fd): its last close drops its page cache.
+ */
+static long long fill_page_cache(long long bytes, int *fd)
+{
+	static char buf[1 << 20];
+	long long done = 0;
+	ssize_t n;
+
+	*fd = open(RAMDISK, O_RDONLY);
+	if (*fd < 0) {
+		tap_diag("%s: %s (test.config has CONFIG_BLK_DEV_RAM)", RAMDISK,
+			 strerror(errno));
+		return -1;
+	}
+	while (done < bytes && (n = read(*fd, buf, sizeof(buf))) > 0)
+		done += n;
+	return done;
+}
+
+/* Page cache in kB: a block device's is "Buffers", a file's "Cached". */
+static long long page_cache_kb(void)
+{
+	return pc_meminfo_kb("Buffers") + pc_meminfo_kb("Cached");
+}
+
+/* Child: bind n pages to colour 0 (strict), touch them, check the colours. */
+static void child(size_t n)
+{
+	pagecolor_set_t s = pc_set("0");
+	struct sigaction sa;
+	struct pc_check r;
+	char *p;
+	size_t i;
+
+	p = mmap(NULL, n * pc_page_size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED || pagecolor_mbind(p, n * pc_page_size, COLOR_MODE_BIND, &s, 0))
+		_exit(20);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigbus;
+	sigaction(SIGBUS, &sa, NULL);
+	if (sigsetjmp(jb, 1))
+		_exit(EXIT_SIGBUS);
+	for (i = 0; i < n; i++)
+		p[i * pc_page_size] = 1;
+	if (pc_check_range(p, n, &s, &r) || r.bad || r.absent)
+		_exit(EXIT_BADCOLOR);
+	_exit(0);
+}
+
+int main(void)
+{
+	long long total_kb, cached0, cached1, read_bytes, free0, free1, full;
+	unsigned long long rc0 = 0, rc1 = 0;
+	int trouble, kills0, kills1, st = -1, i, fd, have_rc;
+	size_t per, want, free_c0;
+	pid_t pid;
+
+	pc_init(7);
+	per = (size_t)(sysconf(_SC_PHYS_PAGES) / pc_nr_colors);
+	want = per * 3 / 4;
+	trouble = pc_dmesg_trouble();
+	pc_settle();
+	free0 = pc_memfree_pages();
+	total_kb = pc_meminfo_kb("MemTotal");
+
+	read_bytes = fill_page_cache(total_kb * 1024 * 5 / 4, &fd);
+	cached0 = page_cache_kb();
+	full = pc_memfree_pages();
+	free_c0 = (size_t)(full / pc_nr_colors);
+	tap_diag("read %lld MiB of %s: page cache %lld MiB of %lld MiB, %lld pages free "
+		 "(%zu per colour); binding %zu pages to colour 0 (about %zu per colour)",
+		 read_bytes >> 20, RAMDISK, cached0 >> 10, total_kb >> 10, full, free_c0,
+		 want, per);
+	tap_ok(read_bytes > 0 && cached0 > total_kb / 2 && free_c0 < want / 2,
+	       "premise: page cache holds over half of memory and free memory gives "
+	       "colour 0 fewer than half the pages asked for (%zu < %zu)", free_c0, want / 2);
+
+	kills0 = pc_dmesg_find("Out of memory: Killed process", NULL, 0);
+	have_rc = pagecolor_read_counter("reclaimed", &rc0) == 0;
+	pid = fork();
+	if (pid == 0)
+		child(want);
+	for (i = 0; pid > 0 && i < TIMEOUT * 10; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			break;
+		usleep(100 * 1000);
+	}
+	if (pid > 0 && i == TIMEOUT * 10) {
+		tap_diag("child did not finish in %d s: killing it", TIMEOUT);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		st = -1;
+	}
+	cached1 = page_cache_kb();
+	kills1 = pc_dmesg_find("Out of memory: Killed process", NULL, 0);
+	pagecolor_read_counter("reclaimed", &rc1);
+	tap_diag("child status 0x%x; page cache %lld -> %lld MiB; reclaimed %llu -> %llu",
+		 st, cached0 >> 10, cached1 >> 10, rc0, rc1);
+
+	tap_ok(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) != EXIT_SIGBUS,
+	       "no SIGBUS while the colour holds reclaimable page cache");
+	tap_ok(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	       "all %zu pages allocated, every one of colour 0 (exit %d)", want,
+	       st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	tap_ok(kills1 == kills0, "no OOM kill (%d -> %d)", kills0, kills1);
+	tap_ok(have_rc && rc1 > rc0, "reclaim aimed at colour 0 freed pages "
+	       "(reclaimed counter %llu -> %llu)", rc0, rc1);
+	tap_ok(free_c0 < want && cached0 - cached1 >=
+	       (long long)(want - free_c0) * (long long)pc_page_size / 1024,
+	       "the page cache shrank by at least what colour 0 lacked (%lld >= %lld kB)",
+	       cached0 - cached1,
+	       ((long long)want - (long long)free_c0) * (long long)pc_page_size / 1024);
+
+	if (fd >= 0)
+		close(fd);
+	sleep(2);	/* parked pages go back a second after the last policy */
+	pc_settle();
+	free1 = pc_memfree_pages();
+	tap_diag("MemFree %lld -> %lld pages", free0, free1);
+	tap_ok(free1 >= free0 - 1024 && pc_dmesg_trouble() == trouble,
+	       "free memory back at baseline (within 1024 pages) after dropping caches, "
+	       "dmesg clean");
+	return tap_finish();
+}
