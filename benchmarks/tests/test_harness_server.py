@@ -99,6 +99,21 @@ def test_fig6_quick_end_to_end(db, tmp_path):
         assert c.execute("select policy from mccdb_scheduler()").fetchone()[0] == "off"
 
 
+def test_sec73_end_to_end(db, tmp_path):
+    import sec73
+    res, rows = sec73.main(["--no-guard", "--db", db, "--outdir", str(tmp_path), "--quiet",
+                            "--reps", "2", "--instances", "2", "--plq", "1,13"])
+    md = res.write().read_text()
+    # three configurations per PLQ, the stock server included, ratios over stock
+    assert [(r[0], r[1]) for r in rows] == [(f"PLQ_{n}", k) for n in (1, 13) for k in ("stock", "off", "mccdb")]
+    assert all(r[3] == "1.00 (1.00-1.00)" for r in rows if r[1] == "stock"), rows
+    assert all(r[4] and set(r[4].replace(";", ",").replace(" ", "").split(",")) <= {"hash", "index"}
+               for r in rows if r[1] == "mccdb"), rows
+    assert "| PLQ_13 | mccdb |" in md and (tmp_path / "sec7.3-plan-selection.png").exists()
+    with pg.connect(db) as c:   # back on the server with mccdb preloaded, policy off
+        assert c.execute("select policy from mccdb_scheduler()").fetchone()[0] == "off"
+
+
 def test_throughput_end_to_end(db, tmp_path):
     import throughput
     res, per = throughput.main(["--no-guard", "--db", db, "--outdir", str(tmp_path), "--quiet", "--clients", "2",
