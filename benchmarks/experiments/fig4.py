@@ -11,6 +11,7 @@ gives the median over rounds and (min-max).
     .venv/bin/python benchmarks/experiments/fig4.py --db plq --rounds 3
 """
 from common import parser, say_fn, plq_query, locality, last_actual, scale_of, pg, report, stats
+from harness.quiet import Guard
 
 
 def main(argv=None):
@@ -19,12 +20,18 @@ def main(argv=None):
     ap.add_argument("--corunner", type=int, default=25, help="PLQ n of the co-runners")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--name", default="fig4-hash-join-slowdown")
+    ap.add_argument("--no-guard", action="store_true",
+                    help="skip the quiet-machine guard (tests; never for results)")
     a = ap.parse_args(argv)
     say = say_fn(a.quiet)
     ns = [int(x) for x in a.plq.split(",")]
     srv = pg.server_info(a.db)
     res = report.Result(a.name, "Figure 4: hash-join slowdown against hash table size",
                         srv, scale_of(a.db), a.outdir)
+    guard = None if a.no_guard else Guard(say, own_load=2)
+    res.guard = guard
+    if guard:
+        guard.start()
     kinds = ["hash", "index", "bitmap"]
     corunners = {k: plq_query(a.corunner, k) for k in kinds}
     rows, plot = [], {k: [] for k in kinds}
@@ -39,7 +46,11 @@ def main(argv=None):
         alone_all, cpu_cells = [], []
         for k in kinds:
             say(f" beside PLQ_{a.corunner} {k} join")
+            if guard:
+                guard.before(f"PLQ_{n} beside PLQ_{a.corunner} {k} join")
             m = pg.alone_vs_corun_cpu(q, [corunners[k]], a.rounds, a.db, say)
+            if guard:
+                guard.after()
             s = stats.summarize(stats.ratios(m["co"], m["alone"]))
             s_cpu = stats.summarize(stats.ratios(m["co_cpu"], m["alone_cpu"]))
             alone_all += m["alone"]
@@ -61,8 +72,7 @@ def main(argv=None):
                f"beside bitmap join PLQ_{a.corunner}", "CPU-time ratio beside hash",
                "CPU-time ratio beside index", "CPU-time ratio beside bitmap"], rows)
     res.add("\nCPU-time ratio: the target backend's CPU time (/proc/PID/schedstat) co-run / alone "
-            "in the same round; waiting for a CPU (kernel builds share the two vCPUs) does not count, "
-            "cache-miss stalls do.\n")
+            "in the same round; waiting for a CPU does not count, cache-miss stalls do.\n")
     draw(res, plot, kinds, C, a.corunner)
     return res, rows
 
