@@ -26,6 +26,7 @@ import time
 import psycopg
 
 from harness import machine
+from harness.quiet import Guard, loadavg1
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CLUSTER = ROOT / "scripts" / "pg-cluster.sh"
@@ -89,6 +90,9 @@ def main():
                    check=True)
     stock = start("overhead-stock", 54391, preload=False)
     mccdb = start("overhead-mccdb", 54392, preload=True)
+    guard = Guard(say=lambda m: print(m, file=sys.stderr), own_load=1)
+    load_start = guard.start()
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     try:
         with psycopg.connect(stock, autocommit=True) as cs, \
                 psycopg.connect(mccdb, autocommit=True) as cl, \
@@ -98,6 +102,7 @@ def main():
             ce.execute("set mccdb.explain = on")
             version = cs.execute("show server_version").fetchone()[0]
             rows = []
+            guard.before("the EXPLAIN rounds")
             for f in sorted((ROOT / "benchmarks" / "ssb" / "queries").glob("q*.sql")):
                 sql = f.read_text().strip().rstrip(";")
                 assert "MCC-DB" in str(ce.execute("explain " + sql).fetchall())
@@ -113,12 +118,16 @@ def main():
                 rows.append((f.stem, m))
                 print(f"{f.stem}: stock {m['stock']:.0f} us, loaded {m['loaded']:.0f} us, "
                       f"estimated {m['estimated']:.0f} us", file=sys.stderr)
+        guard.after()
     finally:
         subprocess.run([str(CLUSTER), "stop", "overhead-stock"])
         subprocess.run([str(CLUSTER), "stop", "overhead-mccdb"])
 
     lines = [
         f"Machine: {machine.describe()}; PostgreSQL {version}; SSB scale {args.scale}.",
+        f"Run: {started}; 1-minute load when the guard let it start {load_start:.2f}, "
+        f"after {loadavg1():.2f}.",
+        guard.summary().rstrip("\n").lstrip("- "),
         f"Command: `.venv/bin/python benchmarks/planning_overhead.py --scale {args.scale} "
         f"--rounds {args.rounds}`",
         f"Median client-side time of `EXPLAIN <query>` over {args.rounds} interleaved rounds.",
