@@ -10,9 +10,10 @@ its own connection (per round alone then co-run, median over rounds). Then:
 does the class predict the slowdown here?
 
     eval "$(scripts/pg-cluster.sh env bench)"
-    .venv/bin/python benchmarks/experiments/sec74.py --db ssb --long 5 --rounds 2
+    .venv/bin/python benchmarks/experiments/sec74.py --db ssb --long 5 --rounds 3
 """
 from common import fmt_bytes, parser, say_fn, scale_of, pg, report, sqlfiles, stats
+from harness.quiet import Guard
 
 ORDER = {"strong": 0, "moderate": 1, "weak": 2}
 
@@ -20,13 +21,19 @@ ORDER = {"strong": 0, "moderate": 1, "weak": 2}
 def main(argv=None):
     ap = parser(__doc__)
     ap.add_argument("--long", type=int, default=5, help="how many of the longest SSB queries")
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--name", default="sec7.4-ssb-pairs")
+    ap.add_argument("--no-guard", action="store_true",
+                    help="skip the quiet-machine guard (tests; never for results)")
     a = ap.parse_args(argv)
     say = say_fn(a.quiet)
     srv = pg.server_info(a.db)
     res = report.Result(a.name, "Section 7.4: long SSB queries, estimated class and measured slowdown",
                         srv, scale_of(a.db), a.outdir)
+    guard = None if a.no_guard else Guard(say, own_load=2)
+    res.guard = guard
+    if guard:
+        guard.start()
     info = {}
     for name in sqlfiles.ssb_names():
         q = pg.Query(f"Q{name[1:]}", sqlfiles.ssb(name))
@@ -50,7 +57,11 @@ def main(argv=None):
     for t in longq:
         for c in longq:
             say(f"{t} beside {c}")
+            if guard:
+                guard.before(f"{t} beside {c}")
             m = pg.alone_vs_corun_cpu(info[t]["q"], [info[c]["q"]], a.rounds, a.db, say)
+            if guard:
+                guard.after()
             slow[(t, c)] = stats.summarize(stats.ratios(m["co"], m["alone"]))
             slow_cpu[(t, c)] = stats.summarize(stats.ratios(m["co_cpu"], m["alone_cpu"]))
     res.add(f"\nSlowdown of the row query (co-run / alone, same round; median over {a.rounds} rounds, "
