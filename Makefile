@@ -7,7 +7,7 @@
 #   make bench  the full benchmark set (long), results in docs/results/
 # Both install what they need themselves and are idempotent.
 
-.PHONY: all deps extension deb demo bench test test-long test-extension test-package test-kernel test-llcsim test-box clean
+.PHONY: all deps extension deb demo bench bench-native bench-sim test test-long test-extension test-package test-kernel test-llcsim test-box clean
 
 all: extension
 
@@ -32,10 +32,17 @@ test: deps
 test-long: deps
 	MCCDB_STORM_SIGNALS=2000 scripts/run-tests.sh extension
 
-# The full set of experiments (long): docs/results/.
-bench: deps
+# The full set of experiments (long, hours): docs/results/.  Run it alone:
+# the native experiments wait for a quiet machine and refuse a busy one.
+bench: bench-native bench-sim
+
+bench-native: deps
 	scripts/pg-cluster.sh install
 	benchmarks/run_all.sh
+
+# The simulator's pages (simulated cycles, in a QEMU TCG guest).
+bench-sim: deps
+	for c in validate table2 pg-fig2 pg-fig6; do benchmarks/llcsim/run.sh $$c || exit 1; done
 
 # One part only.
 test-extension: deps

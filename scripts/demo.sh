@@ -11,7 +11,7 @@ set -euo pipefail
 
 SCALE=${MCCDB_DEMO_SCALE:-1}
 PORT=${MCCDB_DEMO_PORT:-54323}
-PY=$MCCDB_ROOT/.venv/bin/python
+PY=$MCCDB_PY
 
 "$MCCDB_ROOT/scripts/pg-cluster.sh" install
 "$MCCDB_ROOT/scripts/pg-cluster.sh" start demo --port "$PORT" \
@@ -21,13 +21,7 @@ trap '"$MCCDB_ROOT/scripts/pg-cluster.sh" stop demo' EXIT
 eval "$("$MCCDB_ROOT/scripts/pg-cluster.sh" env demo)"
 
 export PGDATABASE=ssb
-ensure_db ssb
-if "$PY" "$MCCDB_ROOT/benchmarks/ssb/ssb_generate.py" --check --scale "$SCALE" >/dev/null 2>&1; then
-	say "SSB at scale $SCALE is already loaded"
-else
-	say "loading SSB at scale $SCALE"
-	"$PY" "$MCCDB_ROOT/benchmarks/ssb/ssb_generate.py" --scale "$SCALE"
-fi
+load_unless_loaded ssb ssb_generate "$SCALE"
 "$PG_BINDIR/psql" -X -q -c "create extension if not exists mccdb" -c "alter extension mccdb update"
 # a matrix measured by an earlier run (mccdb_interference) spares Figure 6 its calibration
 "$PG_BINDIR/psql" -X -q -tAc "select mccdb_load_interference()" >/dev/null
@@ -46,5 +40,5 @@ echo "EXPLAIN shows the same, e.g. for SSB Q2.1:"
 say "co-scheduling: Figure 6, short form (a few minutes)"
 mkdir -p "$MCCDB_VAR/demo"
 # a demo, not a result: no quiet-machine guard (results come from make bench)
-"$PY" "$MCCDB_ROOT/benchmarks/experiments/fig6.py" --db ssb --quick --no-guard --outdir "$MCCDB_VAR/demo"
+bench fig6 --db ssb --quick --no-guard --outdir "$MCCDB_VAR/demo"
 say "table and plot written to $MCCDB_VAR/demo/"

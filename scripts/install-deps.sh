@@ -4,7 +4,8 @@
 #   - the Debian packages listed in scripts/debian-packages.txt;
 #   - qemu-plugin.h for the cache simulator (from Debian's qemu source
 #     package; no binary package ships it);
-#   - the Python packages of requirements.txt in the project's .venv.
+#   - the Python packages of requirements.txt in the project's .venv, and the
+#     benchmark package (benchmarks/, mccdb_bench) installed editable there.
 #
 #   install-deps.sh            all of it
 #   install-deps.sh --apt-only only the Debian packages
@@ -26,14 +27,15 @@ qemu_include=$MCCDB_ROOT/benchmarks/llcsim/build/qemu-include
 venv=$MCCDB_ROOT/.venv
 req=$MCCDB_ROOT/requirements.txt
 stamp=$venv/.requirements.sha256
-want=$(sha256sum "$req" | cut -d' ' -f1)
+bench=$MCCDB_ROOT/benchmarks
+want=$(cat "$req" "$bench/pyproject.toml" | sha256sum | cut -d' ' -f1)
 venv_ok() { [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; }
 
 if [ "$mode" = --check ]; then
 	rc=0
 	[ ${#missing[@]} -eq 0 ] || { echo "missing Debian packages: ${missing[*]}"; rc=1; }
 	[ -f "$qemu_include/qemu-plugin.h" ] || { echo "missing: $qemu_include/qemu-plugin.h"; rc=1; }
-	venv_ok || { echo "missing or outdated: $venv (requirements.txt)"; rc=1; }
+	venv_ok || { echo "missing or outdated: $venv (requirements.txt, benchmarks/pyproject.toml)"; rc=1; }
 	[ $rc -ne 0 ] || echo "all dependencies are installed"
 	exit $rc
 fi
@@ -55,5 +57,7 @@ if ! venv_ok; then
 	say "setting up Python virtual environment in .venv"
 	/usr/bin/python3 -m venv "$venv"
 	"$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
+	# Editable: python -m mccdb_bench.<command> runs the checkout's code.
+	"$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation --no-deps -e "$bench"
 	echo "$want" >"$stamp"
 fi

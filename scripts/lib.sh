@@ -67,3 +67,40 @@ ensure_cluster_user() {
 		ln -s "$alt" "$MCCDB_ROOT/var"
 	fi
 }
+
+# The project's Python (scripts/install-deps.sh), with the benchmark package.
+MCCDB_PY=$MCCDB_ROOT/.venv/bin/python
+
+# bench COMMAND [ARGS]: python -m mccdb_bench.COMMAND (benchmarks/mccdb_bench).
+bench() {
+	local cmd=$1
+	shift
+	"$MCCDB_PY" -m "mccdb_bench.$cmd" "$@"
+}
+
+# load_unless_loaded DB LOADER SF [ARGS]: load a data set with
+# mccdb_bench.LOADER (ssb_generate, tpch_load) at scale SF into database DB
+# of the server the PG* variables point at, unless the loader's --check
+# says it is there already.  ARGS go to both.
+load_unless_loaded() {
+	local db=$1 loader=$2 sf=$3
+	shift 3
+	ensure_db "$db"
+	if PGDATABASE=$db bench "$loader" --check --scale "$sf" "$@" >/dev/null 2>&1; then
+		say "$db: $loader at SF $sf is already loaded"
+		return 0
+	fi
+	say "$db: loading $loader at SF $sf"
+	PGDATABASE=$db bench "$loader" --scale "$sf" "$@"
+}
+
+# logged LOG CMD [ARGS]: run CMD with its output in LOG; when it fails, show
+# the end of LOG (LOGGED_TAIL lines, default 200).  Returns CMD's status.
+logged() {
+	local log=$1 rc
+	shift
+	"$@" >"$log" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] || tail -n "${LOGGED_TAIL:-200}" "$log"
+	return $rc
+}

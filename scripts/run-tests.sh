@@ -15,7 +15,7 @@ NOPRELOAD_PORT=${MCCDB_NOPRELOAD_PORT:-54322}
 SSB_SCALE=${MCCDB_TEST_SSB_SCALE:-0.1}
 LOGDIR=$MCCDB_VAR/test-logs
 PG_REGRESS=/usr/lib/postgresql/$PG_MAJOR/lib/pgxs/src/test/regress/pg_regress
-PY=$MCCDB_ROOT/.venv/bin/python
+PY=$MCCDB_PY
 
 passed=0
 failed=0
@@ -33,6 +33,14 @@ record() {
 	fi
 }
 
+# check NAME LOG CMD [ARGS]: run CMD logged to LOG and record it as NAME.
+check() {
+	local name=$1 log=$2
+	shift 2
+	logged "$log" "$@"
+	record "$name" $?
+}
+
 pg_env() { eval "$("$MCCDB_ROOT/scripts/pg-cluster.sh" env "$1")"; }
 
 psql_q() { "$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
@@ -43,10 +51,9 @@ run_installcheck() {
 	local name=$1 cluster=$2
 	shift 2
 	pg_env "$cluster"
-	make -C "$MCCDB_ROOT/pg_extension" PG_CONFIG="$PG_SYS_BINDIR/pg_config" installcheck "$@" \
-		>"$LOGDIR/$name.log" 2>&1
+	logged "$LOGDIR/$name.log" make -C "$MCCDB_ROOT/pg_extension" PG_CONFIG="$PG_SYS_BINDIR/pg_config" installcheck "$@"
 	local rc=$?
-	[ $rc -eq 0 ] || { cat "$LOGDIR/$name.log"; head -n 100 "$MCCDB_ROOT/pg_extension/regression.diffs" 2>/dev/null; }
+	[ $rc -eq 0 ] || head -n 100 "$MCCDB_ROOT/pg_extension/regression.diffs" 2>/dev/null
 	record "$name" $rc
 }
 
@@ -56,16 +63,9 @@ run_pgtap_dir() {
 	pg_env test
 	for f in "$dir"/*.sql; do
 		[ -e "$f" ] || continue
-		pg_prove --ext .sql -d "$db" -h "$PGHOST" -p "$PGPORT" -U postgres \
-			"$f" >"$LOGDIR/$(basename "$f").log" 2>&1
-		local rc=$?
-		[ $rc -eq 0 ] || cat "$LOGDIR/$(basename "$f").log"
-		record "pgtap $(basename "$dir")/$(basename "$f")" $rc
+		check "pgtap $(basename "$dir")/$(basename "$f")" "$LOGDIR/$(basename "$f").log" \
+			pg_prove --ext .sql -d "$db" -h "$PGHOST" -p "$PGPORT" -U postgres "$f"
 	done
-}
-
-ssb_generate() {
-	"$PY" "$MCCDB_ROOT/benchmarks/ssb/ssb_generate.py" "$@"
 }
 
 start_test_cluster() {
@@ -75,11 +75,8 @@ start_test_cluster() {
 		--set "max_parallel_workers_per_gather = 0" || exit 1
 	pg_env test
 	# The SSB database the extension's accuracy tests run on.
-	ensure_db ssb
-	if ! PGDATABASE=ssb ssb_generate --scale "$SSB_SCALE" --check >/dev/null 2>&1; then
-		PGDATABASE=ssb ssb_generate --scale "$SSB_SCALE" ||
-			{ record "ssb load at SF $SSB_SCALE" 1; return 1; }
-	fi
+	load_unless_loaded ssb ssb_generate "$SSB_SCALE" ||
+		{ record "ssb load at SF $SSB_SCALE" 1; return 1; }
 	psql_q -d ssb -c "create extension if not exists mccdb" -c "alter extension mccdb update" -c "create extension if not exists pgtap"
 	psql_q -d ssb -c "set client_min_messages = warning" -c "drop table if exists mccdb_test_queries"
 	load_test_queries ssb ssb "$MCCDB_ROOT"/benchmarks/ssb/queries/*.sql
@@ -108,56 +105,36 @@ test_extension() {
 	psql_q -d mccdb_tap -c "create extension if not exists mccdb" -c "alter extension mccdb update" -c "create extension if not exists pgtap"
 	run_pgtap_dir "$MCCDB_ROOT/pg_extension/test" mccdb_tap
 	run_pgtap_dir "$MCCDB_ROOT/pg_extension/test/ssb" ssb
-	local rc
-	make -s -C "$MCCDB_ROOT/pg_extension" test/resctrl/test_resctrl >"$LOGDIR/resctrl.log" 2>&1 &&
-		"$MCCDB_ROOT/pg_extension/test/resctrl/test_resctrl" >>"$LOGDIR/resctrl.log" 2>&1
-	rc=$?
-	[ $rc -eq 0 ] || cat "$LOGDIR/resctrl.log"
-	record "resctrl back end against a fake resctrl tree" $rc
-	make -s -C "$MCCDB_ROOT/pg_extension" test/model/test_model >"$LOGDIR/model.log" 2>&1 &&
-		"$MCCDB_ROOT/pg_extension/test/model/test_model" >>"$LOGDIR/model.log" 2>&1
-	rc=$?
-	[ $rc -eq 0 ] || cat "$LOGDIR/model.log"
-	record "predictive policy: admission rule with fixed predictions, learning from synthetic completions" $rc
+	check "resctrl back end against a fake resctrl tree" "$LOGDIR/resctrl.log" \
+		make -s -C "$MCCDB_ROOT/pg_extension" test/resctrl/run
+	check "predictive policy: admission rule with fixed predictions, learning from synthetic completions" \
+		"$LOGDIR/model.log" make -s -C "$MCCDB_ROOT/pg_extension" test/model/run
 	pg_env test
-	"$PY" -m pytest -q "$MCCDB_ROOT/pg_extension/test/concurrency" >"$LOGDIR/concurrency.log" 2>&1
-	rc=$?
-	[ $rc -eq 0 ] || cat "$LOGDIR/concurrency.log"
-	record "pytest scheduler concurrency" $rc
-	MCCDB_PG_BINDIR=$PG_BINDIR "$PY" -m pytest -q "$MCCDB_ROOT/pg_extension/test/packaging" >"$LOGDIR/packaging.log" 2>&1
-	rc=$?
-	[ $rc -eq 0 ] || cat "$LOGDIR/packaging.log"
-	record "pytest packaging: pg_dump/pg_restore keep the matrix, META.json agrees with the control file" $rc
+	check "pytest scheduler concurrency" "$LOGDIR/concurrency.log" \
+		"$PY" -m pytest -q "$MCCDB_ROOT/pg_extension/test/concurrency"
+	check "pytest packaging: pg_dump/pg_restore keep the matrix, META.json agrees with the control file" \
+		"$LOGDIR/packaging.log" env MCCDB_PG_BINDIR="$PG_BINDIR" "$PY" -m pytest -q "$MCCDB_ROOT/pg_extension/test/packaging"
 }
 
 test_ssb() {
 	pg_env test
-	"$PY" -m pytest -q "$MCCDB_ROOT/benchmarks" >"$LOGDIR/pytest.log" 2>&1
-	local rc=$?
-	[ $rc -eq 0 ] || cat "$LOGDIR/pytest.log"
-	record "pytest benchmarks" $rc
+	check "pytest benchmarks (mccdb_bench: harness, loaders, every experiment at SF 0.01)" \
+		"$LOGDIR/pytest.log" "$PY" -m pytest -q "$MCCDB_ROOT/benchmarks"
 	[ -d "$MCCDB_ROOT/benchmarks/ssb/test" ] && run_pgtap_dir "$MCCDB_ROOT/benchmarks/ssb/test" ssb
 }
 
 # The ways a DBA installs mccdb into the system PostgreSQL: the install steps
 # of docs/usage.md as written (PGXS), and the Debian package.  Both clean up.
 test_package() {
-	local rc
-	"$MCCDB_ROOT/scripts/test-usage.sh" >"$LOGDIR/usage.log" 2>&1
-	rc=$?
-	[ $rc -eq 0 ] || tail -n 60 "$LOGDIR/usage.log"
-	record "docs/usage.md install steps, run as written (PGXS, installcheck on a Debian cluster)" $rc
-	"$MCCDB_ROOT/scripts/test-package.sh" >"$LOGDIR/package.log" 2>&1
-	rc=$?
-	[ $rc -eq 0 ] || tail -n 60 "$LOGDIR/package.log"
-	record "Debian package built with pg_buildext, installed, CREATE EXTENSION with the preload" $rc
+	check "docs/usage.md install steps, run as written (PGXS, installcheck on a Debian cluster)" \
+		"$LOGDIR/usage.log" "$MCCDB_ROOT/scripts/test-usage.sh"
+	check "Debian package built with pg_buildext, installed, CREATE EXTENSION with the preload" \
+		"$LOGDIR/package.log" "$MCCDB_ROOT/scripts/test-package.sh"
 }
 
 test_llcsim() {
-	make -s -C "$MCCDB_ROOT/benchmarks/llcsim/test" check >"$LOGDIR/llcsim-unit.log" 2>&1
-	local rc=$?
-	[ $rc -eq 0 ] || cat "$LOGDIR/llcsim-unit.log"
-	record "llcsim cache model unit test (TAP)" $rc
+	check "llcsim cache model unit test (TAP)" "$LOGDIR/llcsim-unit.log" \
+		make -s -C "$MCCDB_ROOT/benchmarks/llcsim/test" check
 	# The plugin in a booted guest against known answers (knee at the LLC
 	# size, shared vs disjoint colours); its report stays in the logs.
 	LLCSIM_RESULTS=$LOGDIR "$MCCDB_ROOT/benchmarks/llcsim/run.sh" validate --quick \

@@ -4,7 +4,7 @@
 # usage: benchmarks/llcsim/run.sh {build|unit|validate|table2|pg-fig2|pg-fig6|all} [--quick]
 #   build     plugin (fetches qemu-plugin.h of the installed QEMU from Debian's
 #             source package on first use), static guest program, host unit
-#             test, patched kernel (scripts/build-kernel.sh)
+#             test, patched kernel (kernel-patch/scripts/kernel-tree.sh build guest)
 #   unit      host unit test of the cache model (TAP, < 1 s); builds it first
 #   validate  boot the patched kernel under QEMU TCG with the plugin: physical
 #             address check, working-set sweep, shared vs disjoint colours;
@@ -59,7 +59,7 @@ do_build() {
 	make -s -C "$here/plugin"
 	make -s -C "$here/guest"
 	make -s -C "$here/test"
-	kernel=$(JOBS=${JOBS:-2} "$here/scripts/build-kernel.sh" | tail -1)
+	kernel=$(JOBS=${JOBS:-2} "$kp/scripts/kernel-tree.sh" build guest | tail -1)
 	log "plugin $build/libllcsim.so, guest $build/guest/llcsim, kernel $kernel"
 }
 
@@ -72,7 +72,7 @@ do_unit() {
 # (or the given image and kernel), boot with the plugin
 boot() {
 	local name=$1 list=$2 timeout=$3
-	local initrd=${4:-$build/initramfs-$name.cpio.gz} kernel=${5:-$build/kernel/bzImage}
+	local initrd=${4:-$build/initramfs-$name.cpio.gz} kernel=${5:-$("$kp/scripts/kernel-tree.sh" path guest)}
 	local serial=$build/$name.serial.log simout=$build/$name.sim.log
 	[ -n "${4:-}" ] ||
 		"$kp/scripts/mkinitramfs.sh" -o "$initrd" -t "$build/guest" -T "${PROG_TIMEOUT:-600}" -l "$list" >&2

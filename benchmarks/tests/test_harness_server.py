@@ -2,7 +2,6 @@
 a database created and dropped here, SSB and TPC-H at SF 0.01, held batches,
 co-runs, and Figure 6 --quick."""
 import os
-import pathlib
 import subprocess
 import sys
 import uuid
@@ -11,9 +10,8 @@ import pytest
 
 psycopg = pytest.importorskip("psycopg")
 
-from harness import pg, sqlfiles  # noqa: E402
+from mccdb_bench.harness import pg, sqlfiles  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not (os.environ.get("PGHOST") or os.environ.get("PGPORT")),
                                 reason="no server in the libpq environment (PGHOST/PGPORT)")
 
@@ -25,9 +23,9 @@ def db():
         c.execute(f"create database {name}")
     env = {**os.environ, "PGDATABASE": name}
     try:
-        subprocess.run([sys.executable, str(ROOT / "benchmarks/ssb/ssb_generate.py"), "--scale", "0.01",
+        subprocess.run([sys.executable, "-m", "mccdb_bench.ssb_generate", "--scale", "0.01",
                         "--progress", "none"], check=True, env=env, capture_output=True)
-        r = subprocess.run([sys.executable, str(ROOT / "benchmarks/tpch/tpch_load.py"), "--scale", "0.01",
+        r = subprocess.run([sys.executable, "-m", "mccdb_bench.tpch_load", "--scale", "0.01",
                             "--schema", "tpch", "--progress", "none"], env=env, capture_output=True, text=True)
         assert r.returncode == 0, r.stdout + r.stderr
         assert "check ok" in r.stdout
@@ -85,7 +83,7 @@ def test_held_batch_under_mls(db):
 
 
 def test_fig6_quick_end_to_end(db, tmp_path):
-    import fig6
+    from mccdb_bench import fig6
     res, rows = fig6.main(["--quick", "--no-guard", "--db", db, "--outdir", str(tmp_path), "--plq", "1,25", "--quiet"])
     md = res.write().read_text()
     assert (tmp_path / "fig6-co-scheduling-quick.png").exists()
@@ -100,7 +98,7 @@ def test_fig6_quick_end_to_end(db, tmp_path):
 
 
 def test_sec73_end_to_end(db, tmp_path):
-    import sec73
+    from mccdb_bench import sec73
     res, rows = sec73.main(["--no-guard", "--db", db, "--outdir", str(tmp_path), "--quiet",
                             "--reps", "2", "--instances", "2", "--plq", "1,13"])
     md = res.write().read_text()
@@ -115,7 +113,7 @@ def test_sec73_end_to_end(db, tmp_path):
 
 
 def test_throughput_end_to_end(db, tmp_path):
-    import throughput
+    from mccdb_bench import throughput
     res, per = throughput.main(["--no-guard", "--db", db, "--outdir", str(tmp_path), "--quiet", "--clients", "2",
                                 "--per-client", "2", "--reps", "1", "--tpch", "1,6",
                                 "--configs", "stock,off,predictive"])
@@ -130,7 +128,7 @@ def test_throughput_end_to_end(db, tmp_path):
 
 
 def test_pgbench_mix_end_to_end(db, tmp_path):
-    import pgbench_mix
+    from mccdb_bench import pgbench_mix
     res, per = pgbench_mix.main(["--no-guard", "--db", db, "--outdir", str(tmp_path), "--quiet", "--clients", "2",
                                  "--per-client", "2", "--reps", "1", "--configs", "stock,predictive"])
     md = res.write().read_text()
@@ -139,9 +137,59 @@ def test_pgbench_mix_end_to_end(db, tmp_path):
 
 
 def test_learning_curve_end_to_end(db, tmp_path):
-    import learning
+    from mccdb_bench import learning
     res, curve = learning.main(["--no-guard", "--db", db, "--outdir", str(tmp_path), "--quiet", "--clients", "2",
                                 "--queries", "6", "--step", "3", "--think", "0", "--ref-rounds", "2"])
     md = res.write().read_text()
     assert curve and curve[-1][0] >= 6
     assert "| reference |" in md and (tmp_path / "learning-curve.png").exists()
+
+
+def test_calibrate_stores_and_loads_an_interference_matrix(db):
+    # as a user runs it: python -m, the database from --db
+    out = subprocess.run([sys.executable, "-m", "mccdb_bench.calibrate", "--db", db, "--runs", "1", "--no-guard"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "probe strong" in out.stdout and "loaded into the scheduler" in out.stdout
+    with psycopg.connect(dbname=db, autocommit=True) as c:
+        try:
+            rows = c.execute("select target, corunner, slowdown from mccdb_interference").fetchall()
+            assert len(rows) >= 4, rows  # strong and weak probes exist at any scale
+            assert {r[0] for r in rows} >= {"strong", "weak"}
+            assert all(0 < r[2] < 100 for r in rows), rows
+            assert c.execute("select interference_loaded from mccdb_scheduler()").fetchone()[0]
+        finally:
+            c.execute("delete from mccdb_interference")
+            c.execute("select mccdb_load_interference()")
+
+
+def test_fig4_end_to_end(db, tmp_path):
+    from mccdb_bench import fig4
+    res, rows = fig4.main(["--no-guard", "--db", db, "--outdir", str(tmp_path), "--quiet",
+                           "--plq", "1,25", "--rounds", "1"])
+    md = res.write().read_text()
+    assert [r[0] for r in rows] == ["PLQ_1", "PLQ_25"]
+    assert "| PLQ_25 |" in md and (tmp_path / "fig4-hash-join-slowdown.png").exists()
+    # a page written without the guard says so
+    assert "No quiet-machine guard (--no-guard)" in md
+
+
+def test_sec74_end_to_end(db, tmp_path):
+    from mccdb_bench import sec74
+    res, slow, slow_cpu, info, longq = sec74.main(["--no-guard", "--db", db, "--outdir", str(tmp_path),
+                                                   "--quiet", "--long", "2", "--rounds", "1"])
+    md = res.write().read_text()
+    assert len(longq) == 2 and len(slow) == 4, (longq, slow)
+    assert all(s.n == 1 and s.median > 0 for s in slow.values()), slow
+    assert "- Command: `" in md and (tmp_path / "sec7.4-ssb-pairs.png").exists()
+
+
+def test_overhead_and_estimation_pages(db, tmp_path):
+    from mccdb_bench import estimate_accuracy, scheduler_overhead
+    res = scheduler_overhead.main(["--no-guard", "--db", db, "--outdir", str(tmp_path), "--quiet", "--rounds", "2"])
+    md = res.write().read_text()
+    assert "## Admission overhead without contention" in md and "| q4.3 |" in md
+    res = estimate_accuracy.main(["--no-guard", "--db", db, "--outdir", str(tmp_path), "--quiet", "--runs", "1"])
+    md = res.write().read_text()
+    # every SSB query and every forced PLQ hash join has a row
+    assert "| q1.1 |" in md and "| plq_25 |" in md and "run 1:" in md

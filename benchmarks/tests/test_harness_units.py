@@ -3,13 +3,12 @@ import math
 import pathlib
 import shutil
 import subprocess
+import sys
 
 import pytest
 
-from harness import report, sqlfiles, stats
-import llc_knee
-import tpch_load
-
+from mccdb_bench import llc_knee, tpch_load
+from mccdb_bench.harness import report, sqlfiles, stats
 
 # --- statistics ---------------------------------------------------------
 
@@ -161,7 +160,8 @@ def test_tpch_bad_scale_exit_code():
 
 def test_backend_cpu_reads_schedstat():
     import os
-    from harness import pg
+
+    from mccdb_bench.harness import pg
     if not os.path.exists(f"/proc/{os.getpid()}/schedstat"):
         pytest.skip("no schedstat")
     a = pg.backend_cpu(os.getpid())
@@ -169,3 +169,34 @@ def test_backend_cpu_reads_schedstat():
     b = pg.backend_cpu(os.getpid())
     assert a > 0 and b > a
     assert pg.backend_cpu(2 ** 22 + 12345) is None
+
+
+COMMANDS = ["calibrate", "calibrate_host", "estimate_accuracy", "fig4", "fig5_table2", "fig6", "learning",
+            "llc_knee", "make_plq", "make_ssb_query_tests", "pgbench_mix", "planning_overhead",
+            "scheduler_overhead", "sec73", "sec74", "ssb_generate", "throughput", "tpch_load"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_runs_as_a_module(command):
+    """python -m mccdb_bench.<command> --help: the package imports and parses."""
+    r = subprocess.run([sys.executable, "-m", f"mccdb_bench.{command}", "--help"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "usage:" in r.stdout
+
+
+@pytest.mark.parametrize("command", ["calibrate", "estimate_accuracy", "fig4", "fig6", "learning",
+                                     "pgbench_mix", "planning_overhead", "scheduler_overhead", "sec73",
+                                     "sec74", "throughput"])
+def test_every_experiment_shares_the_common_options(command):
+    r = subprocess.run([sys.executable, "-m", f"mccdb_bench.{command}", "--help"],
+                       capture_output=True, text=True, timeout=60)
+    for opt in ("--db", "--outdir", "--quiet", "--no-guard"):
+        assert opt in r.stdout, (command, opt)
+
+
+def test_the_package_is_where_the_commands_find_the_data():
+    from mccdb_bench import paths
+    assert (paths.PLQ_DIR / "force_hash.sql").is_file()
+    assert len(list(paths.SSB_QUERIES.glob("q*.sql"))) == 13
+    assert (paths.CLUSTER_SCRIPT).is_file() and paths.RESULTS.is_dir()

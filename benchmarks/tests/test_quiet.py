@@ -1,11 +1,7 @@
 """The quiet-machine guard: waits, refuses, and reports what it saw."""
-import sys
-import pathlib
-
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from harness import quiet  # noqa: E402
+from mccdb_bench.harness import quiet
 
 
 def test_refuses_a_busy_machine_after_its_timeout(monkeypatch):
@@ -65,7 +61,7 @@ def test_cpu_busy_reads_proc_stat():
 
 
 def test_the_report_gives_the_load_the_experiment_started_at(monkeypatch, tmp_path):
-    from harness import report
+    from mccdb_bench.harness import report
     loads = iter([1.7, 0.4])
     monkeypatch.setattr(quiet, "loadavg1", lambda: next(loads))
     monkeypatch.setattr(quiet.time, "sleep", lambda s: None)

@@ -18,12 +18,14 @@ usage() {
 Usage: $(basename "$0") [command] [args]
 
 Commands:
-  build [test|debug]  Extract the tree if needed, apply the series, build a
+  build [test|debug|guest]
+                      Extract the tree if needed, apply the series, build a
                       bzImage for the config (default: test).  Reuses the
                       tree and the kernel when series and config are unchanged.
                       Prints the bzImage path on the last line of stdout.
   tree                Only extract the tree and apply the series.
-  path [test|debug]   Print the bzImage path (does not build).
+  path [test|debug|guest]
+                      Print the bzImage path (does not build).
   check-series        Slow: apply the patches one by one; build each
                       (make -j$JOBS, test config) and run
                       scripts/checkpatch.pl --strict on it.  Fails on a build
@@ -36,12 +38,14 @@ Outputs (stable paths, used by the QEMU boot scripts):
   $BUILD/test/bzImage     test.config  (tinyconfig + fragment)
   $BUILD/debug/bzImage    test.config + debug.config (KASAN, DEBUG_VM,
                           PROVE_LOCKING, DEBUG_PAGEALLOC, ...)
+  $BUILD/guest/bzImage    test.config + guest.config (ACPI for both vCPUs,
+                          Unix sockets): the test box and the cache simulator
   $BUILD/<cfg>/config     the resulting .config
   $BUILD/src              git tree: tag 'pristine' = the tarball,
                           branch 'series' = pristine + the series
 
 Inputs: $PATCHES/series (patch file names in order), the patches,
-$CONFIGS/test.config and debug.config, and the tarball
+$CONFIGS/test.config, debug.config and guest.config, and the tarball
 $TARBALL (package linux-source-6.1; scripts/install-deps.sh installs it
 and the build's other packages).
 
@@ -137,7 +141,8 @@ fragments_for() {
 	case "$1" in
 	test) echo "$CONFIGS/test.config" ;;
 	debug) echo "$CONFIGS/test.config $CONFIGS/debug.config" ;;
-	*) die "unknown config '$1' (test or debug)" ;;
+	guest) echo "$CONFIGS/test.config $CONFIGS/guest.config" ;;
+	*) die "unknown config '$1' (test, debug or guest)" ;;
 	esac
 }
 

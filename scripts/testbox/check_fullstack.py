@@ -261,7 +261,7 @@ def write_report(a, t, notes, nr, pool_text, hash_colors, pool_hist, hh, peak_na
         "",
         f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC with "
         "`scripts/testbox/testbox.sh` (`make test-box`): the page colouring kernel "
-        "(benchmarks/llcsim/scripts/build-kernel.sh) under QEMU TCG, 2 vCPUs, "
+        "(`kernel-patch/scripts/kernel-tree.sh build guest`) under QEMU TCG, 2 vCPUs, "
         f"{a.mem} MiB, `page_colors={nr}`; PostgreSQL 15 with mccdb preloaded "
         "(mccdb.schedule = mls, 2 co-run slots, partitioning on its defaults), "
         f"SSB SF {a.scale}. PLQ_{a.plq_hash} with a forced hash join and PLQ_{a.plq_index} "

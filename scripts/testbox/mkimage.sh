@@ -4,7 +4,7 @@
 # directory with SSB (and, if asked, TPC-H) loaded on the host, the static
 # pagecolor tool, and guest programs run in order by the /init of
 # kernel-patch/scripts/mkinitramfs.sh.  Also makes sure the kernel is built
-# (benchmarks/llcsim/scripts/build-kernel.sh: the page colouring series with
+# (kernel-patch/scripts/kernel-tree.sh build guest: the page colouring series with
 # ACPI and Unix sockets) and prints its path on the last line.
 #
 #   scripts/testbox/mkimage.sh -o IMAGE -t GUESTDIR -l "PROG[:ARGS] ..."
@@ -36,11 +36,9 @@ while getopts "o:t:l:T:b:h" opt; do
 	esac
 done
 [ -n "$image" ] && [ -n "$guestdir" ] && [ -n "$list" ] || { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
-PY=$MCCDB_ROOT/.venv/bin/python3
-[ -x "$PY" ] || PY=python3
 cluster() { "$MCCDB_ROOT/scripts/pg-cluster.sh" "$@"; }
 
-kernel=$(JOBS=${JOBS:-2} "$MCCDB_ROOT/benchmarks/llcsim/scripts/build-kernel.sh" | tail -1)
+kernel=$(JOBS=${JOBS:-2} "$MCCDB_ROOT/kernel-patch/scripts/kernel-tree.sh" build guest | tail -1)
 make -s -C "$MCCDB_ROOT/kernel-patch/tools/pagecolor" pagecolor.static
 
 # --- data --------------------------------------------------------------
@@ -48,20 +46,10 @@ cluster install
 # Small WAL: the data directory goes into the guest's RAM.  mccdb is
 # preloaded here only because CREATE EXTENSION needs it.
 cluster start testbox --port "$PORT" --set "min_wal_size = 32MB" --set "max_wal_size = 64MB"
-# load DB SCRIPT SF [ARGS]: load with benchmarks/SCRIPT unless its --check passes
-load() {
-	local db=$1 script=$MCCDB_ROOT/benchmarks/$2 sf=$3
-	shift 3
-	ensure_db "$db"
-	if ! PGDATABASE=$db "$PY" "$script" --scale "$sf" --check >/dev/null 2>&1; then
-		say "loading $db at SF $sf into the testbox cluster"
-		PGDATABASE=$db "$PY" "$script" --scale "$sf" "$@" >/dev/null
-	fi
-}
 (
 	eval "$(cluster env testbox)"
-	load ssb ssb/ssb_generate.py "$SCALE"
-	[ -z "$TPCH" ] || load tpch tpch/tpch_load.py "$TPCH" --progress none
+	load_unless_loaded ssb ssb_generate "$SCALE" --progress none
+	[ -z "$TPCH" ] || load_unless_loaded tpch tpch_load "$TPCH" --progress none
 	"$PG_BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -d ssb -c "create extension if not exists mccdb" -c "alter extension mccdb update" -c "checkpoint" -c "checkpoint"
 )
 cluster stop testbox

@@ -432,7 +432,7 @@ def pgfig2(args, d):
     llc_kib = args.llc_kib
     L = ['# Figure 2 in the simulator: cache sensitivity of TPC-H queries on PostgreSQL', '',
          'Each TPC-H query runs on a stock PostgreSQL 15 server inside the page-colouring guest '
-         f'(TPC-H SF {args.tpch}, loaded on the host by benchmarks/tpch/tpch_load.py). The server '
+         f'(TPC-H SF {args.tpch}, loaded on the host by mccdb_bench.tpch_load). The server '
          'is started with the task default colours 0..K-1 (`pagecolor --colors=0-K-1 --preferred`, '
          'inherited by every backend), so the buffer pool, hash tables and all other memory of the '
          f'query sit in K/{ncol} of the {llc_kib} KiB LLC. One warm-up run fills the buffer pool, '

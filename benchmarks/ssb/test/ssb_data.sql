@@ -1,4 +1,4 @@
--- pgTAP tests of a loaded SSB database (benchmarks/ssb/ssb_generate.py).
+-- pgTAP tests of a loaded SSB database (mccdb_bench.ssb_generate).
 -- Written for the SF 0.01 load of `make test`, valid at any scale factor:
 -- expected row counts are computed from the scale recorded in ssb_load_info.
 --

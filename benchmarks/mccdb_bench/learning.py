@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Online learning: how fast the predictive policy's matrix orders the classes.
 
 From an empty learned matrix (mccdb_learned_reset()), clients run a stream of
@@ -14,15 +13,17 @@ pairs and over the pairs the reference separates (their min-max ranges do
 not overlap), per step.
 
     eval "$(scripts/pg-cluster.sh env demo)"
-    .venv/bin/python benchmarks/experiments/learning.py --db ssb --queries 200
+    .venv/bin/python -m mccdb_bench.learning --db ssb --queries 200
 """
 import os
 import random
+import sys
 import threading
 import time
 
-from common import parser, say_fn, plq_query, scale_of, pg, report, stats
-from harness.quiet import Guard
+from .harness import pg, report, stats
+from .harness.cli import parser, run, say_fn, start_guard
+from .harness.probes import plq_query, scale_of
 
 CELLS = [("strong", "strong"), ("strong", "weak"), ("weak", "strong"), ("weak", "weak")]
 
@@ -74,22 +75,16 @@ def main(argv=None):
                     help="mean seconds a client waits between queries (exponential): the stream "
                          "needs quiet moments, since only runs alone anchor the alone times")
     ap.add_argument("--ref-rounds", type=int, default=5, help="rounds per reference cell")
-    ap.add_argument("--no-guard", action="store_true")
     a = ap.parse_args(argv)
     say = say_fn(a.quiet)
     res = report.Result("learning-curve", "Online learning of the interference matrix (predictive policy)",
                         pg.server_info(a.db), scale_of(a.db), a.outdir)
-    guard = None if a.no_guard else Guard(say, own_load=max(a.clients, os.cpu_count() or 1))
-    res.guard = guard
-    if guard:
-        guard.start()
+    guard = res.guard = start_guard(a, say, own_load=max(a.clients, os.cpu_count() or 1))
     queries = [plq_query(a.hash, "hash"), plq_query(a.index, "index")]
     pg.set_schedule("off", a.db)
-    if guard:
-        guard.before("the reference")
+    guard.before("the reference")
     ref_range = measure_reference(queries, a.ref_rounds, a.db, say)
-    if guard:
-        guard.after()
+    guard.after()
     ref = {cell: ref_range[cell].median for cell in CELLS}
     separated = separated_pairs(ref_range)
     for q in queries:
@@ -101,8 +96,7 @@ def main(argv=None):
     try:
         with pg.connect(a.db) as c:
             c.execute("select mccdb_learned_reset()")
-        if guard:
-            guard.before("the stream")
+        guard.before("the stream")
 
         def client(i):
             rnd = random.Random(i)
@@ -146,8 +140,7 @@ def main(argv=None):
                     next_step += a.step
         for t in threads:
             t.join()
-        if guard:
-            guard.after()
+        guard.after()
         if errors:
             raise errors[0]
     finally:
@@ -191,6 +184,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    res, _ = main()
-    print(res.text())
-    print(f"wrote {res.write()}")
+    sys.exit(run(main))

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Estimated vs actual hash table size for every hash join of query files.
 
 Runs each query under EXPLAIN (ANALYZE, FORMAT JSON) on a server with mccdb
@@ -6,24 +5,32 @@ and reads the MCC-DB group: per hash join, the planner's rows and mccdb's
 estimated bytes beside the rows and bytes the executor really built.
 
     eval "$(scripts/pg-cluster.sh env demo)"
-    PGDATABASE=ssb .venv/bin/python benchmarks/estimate_accuracy.py \\
-        benchmarks/ssb/queries/q*.sql --force-hash benchmarks/plq/plq_*.sql
+    .venv/bin/python -m mccdb_bench.estimate_accuracy --db ssb   # the SSB queries, PLQ hash joins
 
 --force-hash files are run with nested loops and merge joins disabled (the
 paper's hash-join PLQ plans).  Each query runs --runs times (default 2):
 the first run (after mccdb_learned_reset(), which the script calls) sizes its
 hash tables from the planner's rows, later runs from the sizes the query
 measured before (mccdb.learn_table_sizes); the table gives the error of the
-first and of the last run.  Prints Markdown; --out writes it to a file.
+first and of the last run.  Without files: the 13 SSB queries, and the 25
+PLQ queries with --force-hash.  Writes docs/results/locality-estimation.md
+(--outdir, --name).
 """
-import argparse
-import os
 import pathlib
 import sys
 
-import psycopg
+from .harness import pg, report
+from .harness.cli import parser, run, say_fn, start_guard
+from .harness.probes import scale_of
+from .paths import PLQ_DIR, SSB_QUERIES
 
-from harness import machine
+INTRO = """For every hash join, mccdb's estimate of the in-memory hash table (section 4
+of the paper; layout in [../design.md](../design.md)) beside what the executor
+really built (bucket array + used dense chunks, read at ExecutorEnd), from
+`EXPLAIN (ANALYZE, FORMAT JSON)`. Plans are PostgreSQL's own choice for the
+query files, and the hash-join plan (nested loops and merge joins off) for
+the --force-hash files (PLQ).
+"""
 
 
 def tables(conn, sql):
@@ -42,21 +49,25 @@ def fmt_err(e):
     return "-" if e is None else f"{e:+.1f}%"
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None):
+    ap = parser(__doc__)
     ap.add_argument("files", nargs="*", type=pathlib.Path)
-    ap.add_argument("--force-hash", nargs="*", type=pathlib.Path, default=[])
+    ap.add_argument("--force-hash", nargs="*", type=pathlib.Path, default=None)
     ap.add_argument("--runs", type=int, default=2, help="runs of each query (the last is reported)")
-    ap.add_argument("--out", type=pathlib.Path)
-    args = ap.parse_args()
+    ap.add_argument("--name", default="locality-estimation")
+    args = ap.parse_args(argv)
+    say = say_fn(args.quiet)
+    if not args.files and args.force_hash is None:
+        args.files = sorted(SSB_QUERIES.glob("q*.sql"))
+        args.force_hash = sorted(PLQ_DIR.glob("plq_*.sql"))
+    args.force_hash = args.force_hash or []
 
+    res = report.Result(args.name, "Locality estimation: estimated vs actual hash table size",
+                        pg.server_info(args.db), scale_of(args.db), args.outdir)
+    guard = res.guard = start_guard(args, say, own_load=1)
     rows = []
-    with psycopg.connect(autocommit=True) as conn:
-        conn.execute("set max_parallel_workers_per_gather = 0")
-        conn.execute("set jit = off")
+    with pg.connect(args.db) as conn, guard.measuring("the EXPLAIN ANALYZE runs"):
         conn.execute("select mccdb_learned_reset()")
-        version = conn.execute("show server_version").fetchone()[0]
-        geo = conn.execute("select size_bytes, llc_bytes from mccdb_cache_geometry()").fetchone()
         for forced, files in ((False, args.files), (True, args.force_hash)):
             conn.execute(f"set enable_nestloop = {'off' if forced else 'on'}")
             conn.execute(f"set enable_mergejoin = {'off' if forced else 'on'}")
@@ -65,12 +76,9 @@ def main():
                 runs = [tables(conn, sql) for _ in range(max(1, args.runs))]
                 for (loc1, first), (loc, t) in zip(runs[0], runs[-1]):
                     rows.append((f.stem, loc1 if loc1 == loc else f"{loc1} → {loc}", first, t))
-                print(f"{f.stem} done", file=sys.stderr)
+                say(f"{f.stem} done")
 
-    out = [f"Machine: {machine.describe()}; "
-           f"PostgreSQL {version}; LLC (sysfs) {geo[0] // 1048576} MB, C in use {geo[1] // 1048576} MB.",
-           f"Database: `{os.environ.get('PGDATABASE', '')}`.",
-           "",
+    out = [INTRO,
            f"Runs per query: {args.runs}; run 1 is the first after `mccdb_learned_reset()`.",
            "",
            "| query | class (run 1 → last) | hash table on | planner rows | actual rows | run 1 bytes | run 1 error "
@@ -94,12 +102,9 @@ def main():
             within = sum(1 for x in e if x <= 5.0)
             out.append(f"{label}: {len(e)} hash joins; worst |error| {max(e):.1f}%, "
                        f"mean |error| {sum(e) / len(e):.1f}%, within 5%: {within} of {len(e)}.")
-    text = "\n".join(out) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text)
-    return 0
+    res.add("\n".join(out))
+    return res
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(main))

@@ -10,6 +10,7 @@ minute or more.  The guard waits (up to MCCDB_QUIET_TIMEOUT seconds,
 default 600) and then refuses, saying so.  Every check is recorded, and the
 report says when the load rose during a configuration.
 """
+import contextlib
 import os
 import time
 
@@ -76,6 +77,15 @@ class Guard:
         if self.checks and self.checks[-1][3] is None:
             self.checks[-1][3] = loadavg1()
 
+    @contextlib.contextmanager
+    def measuring(self, config):
+        """before(config), the body, after(): one guarded configuration."""
+        self.before(config)
+        try:
+            yield
+        finally:
+            self.after()
+
     def summary(self):
         """Markdown lines for the report: the guard's settings and what it saw."""
         if not self.checks:
@@ -83,10 +93,33 @@ class Guard:
         busy = max(c[2] for c in self.checks)
         loads = [c[1] for c in self.checks] + [c[3] for c in self.checks if c[3] is not None]
         text = (f"- Quiet-machine guard: 1-minute load < {self.load} before the experiment; before each of "
-                f"{len(self.checks)} configurations the CPUs were at most {100 * busy:.0f}% busy over 2 s "
+                f"{len(self.checks)} configuration{'s' if len(self.checks) != 1 else ''} the CPUs were at most {100 * busy:.0f}% busy over 2 s "
                 f"(limit {100 * self.busy:.0f}%); 1-minute load during the run {min(loads):.2f}-{max(loads):.2f} "
                 f"(the benchmark's own sessions reach {self.own_load})\n")
         if max(loads) > self.own_load + 0.5:
             text += (f"- **Warning: the 1-minute load reached {max(loads):.2f}, more than the benchmark's "
                      f"own {self.own_load} sessions explain: something else ran during this experiment.**\n")
         return text
+
+
+class Unguarded:
+    """The guard's stand-in under --no-guard (tests): checks nothing, and the
+    report's header says that the page was written without the guard."""
+    started_at_load = None
+    checks = ()
+
+    def start(self):
+        return None
+
+    def before(self, config):
+        pass
+
+    def after(self):
+        pass
+
+    @contextlib.contextmanager
+    def measuring(self, config):
+        yield
+
+    def summary(self):
+        return ("- **No quiet-machine guard (--no-guard): a test run; its numbers are not results.**\n")

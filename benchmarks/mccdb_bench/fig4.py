@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Figure 4: slowdown of the hash-join PLQ_n against its hash table size.
 
 Each PLQ_n (hash join forced, hash table on part) runs alone and beside one
@@ -8,10 +7,13 @@ co-running, so each slowdown is a ratio taken within one round; the table
 gives the median over rounds and (min-max).
 
     eval "$(scripts/pg-cluster.sh env bench)"
-    .venv/bin/python benchmarks/experiments/fig4.py --db plq --rounds 3
+    .venv/bin/python -m mccdb_bench.fig4 --db plq --rounds 3
 """
-from common import parser, say_fn, plq_query, locality, last_actual, scale_of, pg, report, stats
-from harness.quiet import Guard
+import sys
+
+from .harness import pg, report, stats
+from .harness.cli import parser, run, say_fn, start_guard
+from .harness.probes import last_actual, locality, plq_query, scale_of
 
 
 def main(argv=None):
@@ -20,18 +22,13 @@ def main(argv=None):
     ap.add_argument("--corunner", type=int, default=25, help="PLQ n of the co-runners")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--name", default="fig4-hash-join-slowdown")
-    ap.add_argument("--no-guard", action="store_true",
-                    help="skip the quiet-machine guard (tests; never for results)")
     a = ap.parse_args(argv)
     say = say_fn(a.quiet)
     ns = [int(x) for x in a.plq.split(",")]
     srv = pg.server_info(a.db)
     res = report.Result(a.name, "Figure 4: hash-join slowdown against hash table size",
                         srv, scale_of(a.db), a.outdir)
-    guard = None if a.no_guard else Guard(say, own_load=2)
-    res.guard = guard
-    if guard:
-        guard.start()
+    guard = res.guard = start_guard(a, say, own_load=2)
     kinds = ["hash", "index", "bitmap"]
     corunners = {k: plq_query(a.corunner, k) for k in kinds}
     rows, plot = [], {k: [] for k in kinds}
@@ -46,11 +43,9 @@ def main(argv=None):
         alone_all, cpu_cells = [], []
         for k in kinds:
             say(f" beside PLQ_{a.corunner} {k} join")
-            if guard:
-                guard.before(f"PLQ_{n} beside PLQ_{a.corunner} {k} join")
+            guard.before(f"PLQ_{n} beside PLQ_{a.corunner} {k} join")
             m = pg.alone_vs_corun_cpu(q, [corunners[k]], a.rounds, a.db, say)
-            if guard:
-                guard.after()
+            guard.after()
             s = stats.summarize(stats.ratios(m["co"], m["alone"]))
             s_cpu = stats.summarize(stats.ratios(m["co_cpu"], m["alone_cpu"]))
             alone_all += m["alone"]
@@ -132,6 +127,7 @@ def replot(md_path, corunner=25):
     """Redraw the PNG from an existing result table (no measurement)."""
     import pathlib
     import re
+
     from harness import stats as st
     text = pathlib.Path(md_path).read_text()
     C = float(re.search(r"C = ([0-9.]+) MB", text).group(1))
@@ -157,10 +153,7 @@ def replot(md_path, corunner=25):
 
 
 if __name__ == "__main__":
-    import sys
     if len(sys.argv) == 3 and sys.argv[1] == "--replot":
         replot(sys.argv[2])
         sys.exit(0)
-    res, _ = main()
-    print(res.text())
-    print(f"wrote {res.write()}")
+    sys.exit(run(main))

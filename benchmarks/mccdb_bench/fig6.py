@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Figure 6: co-scheduling a batch of hash-join and index-join instances.
 
 For each PLQ_n, a batch of four instances -- two with the hash-join plan, two
@@ -13,23 +12,26 @@ the same repetition and over the zero-interference limit (the four alone
 times shared by the slots, or the longest, whichever is more).
 
     eval "$(scripts/pg-cluster.sh env bench)"
-    .venv/bin/python benchmarks/experiments/fig6.py --db plq --reps 3
-    .venv/bin/python benchmarks/experiments/fig6.py --db ssb --quick     # a few minutes
+    .venv/bin/python -m mccdb_bench.fig6 --db plq --reps 3
+    .venv/bin/python -m mccdb_bench.fig6 --db ssb --quick     # a few minutes
 """
 import argparse
 import random
-import subprocess
 import sys
 
-from common import fmt_bytes, parser, say_fn, plq_query, locality, scale_of, pg, report, stats
-from harness.quiet import Guard
+from . import calibrate as calibrate_matrix
+from .harness import pg, report, stats
+from .harness.cli import parser, run, say_fn, start_guard
+from .harness.probes import locality, plq_query, scale_of
+from .harness.report import fmt_bytes
 
 POLICIES = ["off", "sls", "mls", "adaptive", "predictive"]
 GATE = ["set mccdb.min_cost = 0"]  # small scales: every instance goes through the gate
 
 
-def ensure_matrix(db, calibrate, say):
-    """True when the adaptive policy has a matrix loaded (after --calibrate if asked)."""
+def ensure_matrix(db, calibrate, say, guard):
+    """True when the adaptive policy has a matrix loaded (measured first, with
+    the experiment's guard, when asked to calibrate)."""
     with pg.connect(db) as c:
         if c.execute("select interference_loaded from mccdb_scheduler()").fetchone()[0]:
             return True
@@ -37,18 +39,11 @@ def ensure_matrix(db, calibrate, say):
             c.execute("select mccdb_load_interference()")
             return True
     if calibrate:
-        say("no interference matrix: running benchmarks/calibrate.py --runs 1")
-        env_db = {"PGDATABASE": db} if db else {}
-        import os
-        subprocess.run([sys.executable, str(pg_root() / "benchmarks" / "calibrate.py"), "--runs", "1"],
-                       check=True, env={**os.environ, **env_db})
+        say("no interference matrix: measuring it (mccdb_bench.calibrate, 1 round per pair)")
+        probes = calibrate_matrix.find_probes(db)
+        calibrate_matrix.store(db, calibrate_matrix.measure(db, probes, 1, guard, say))
         return True
     return False
-
-
-def pg_root():
-    import pathlib
-    return pathlib.Path(__file__).resolve().parents[2]
 
 
 def main(argv=None):
@@ -57,13 +52,11 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="one repetition, no separate plot name")
     ap.add_argument("--calibrate", action="store_true",
-                    help="run calibrate.py first when mccdb_interference is empty")
+                    help="measure the interference matrix first when mccdb_interference is empty")
     ap.add_argument("--name", default=None)
     ap.add_argument("--stock", action=argparse.BooleanOptionalAction, default=None,
                     help="also run each batch on a stock server (the same cluster restarted "
                          "without mccdb preloaded); default: on, off with --quick")
-    ap.add_argument("--no-guard", action="store_true",
-                    help="skip the quiet-machine guard (tests; never for results)")
     a = ap.parse_args(argv)
     if a.quick:
         a.reps = 1
@@ -76,11 +69,8 @@ def main(argv=None):
     srv = pg.server_info(a.db)
     res = report.Result(name, "Figure 6: co-scheduling hash-join and index-join instances",
                         srv, scale_of(a.db), a.outdir)
-    guard = None if a.no_guard else Guard(say)
-    res.guard = guard
-    if guard:
-        guard.start()
-    have_matrix = ensure_matrix(a.db, a.calibrate, say)
+    guard = res.guard = start_guard(a, say)
+    have_matrix = ensure_matrix(a.db, a.calibrate, say, guard)
     policies = POLICIES if have_matrix else [p for p in POLICIES if p != "adaptive"]
     with pg.connect(a.db) as c:
         slots = c.execute("select slots from mccdb_scheduler()").fetchone()[0]
@@ -123,11 +113,9 @@ def main(argv=None):
                                 pg.timed(c, q.sql)
                     else:
                         pg.set_schedule(p, a.db)
-                    if guard:
-                        guard.before(f"PLQ_{n} {p} (repetition {r + 1})")
+                    guard.before(f"PLQ_{n} {p} (repetition {r + 1})")
                     batches[p] = pg.run_batch([h, h, i, i], p, a.db)
-                    if guard:
-                        guard.after()
+                    guard.after()
                     if p == "stock":
                         pg.set_preload(True, a.db)
                         for q in (h, i):
@@ -173,7 +161,7 @@ def main(argv=None):
             "inflate. "
             f"Median over {a.reps} repetition(s) (min-max). " +
             ("" if have_matrix else "**adaptive skipped: no interference matrix "
-             "(run benchmarks/calibrate.py or pass --calibrate).** ") + "\n")
+             "(run `python -m mccdb_bench.calibrate` or pass --calibrate).** ") + "\n")
     res.table(["query", "hash plan class", "schedule", "hash instances: exec / alone",
                "hash instances: CPU / alone CPU", "hash instances: response / alone", "index instances: exec / alone",
                "batch s", "batch / stock" if a.stock else "batch / off", "batch / zero-interference limit"], rows)
@@ -204,6 +192,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    res, _ = main()
-    print(res.text())
-    print(f"wrote {res.write()}")
+    sys.exit(run(main))

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Overheads of mccdb's plan selection and admission gate, without contention.
 
 1. Planning: server-side "Planning Time" of EXPLAIN (SUMMARY) for each SSB
@@ -14,21 +13,19 @@ e.g. the demo cluster:
 
     scripts/pg-cluster.sh start demo --port 54323
     eval "$(scripts/pg-cluster.sh env demo)"
-    PGDATABASE=ssb .venv/bin/python benchmarks/scheduler_overhead.py --rounds 200
+    .venv/bin/python -m mccdb_bench.scheduler_overhead --db ssb --rounds 200
+
+Writes docs/results/scheduler-overhead.md (--outdir, --name).
 """
-import argparse
-import datetime
-import pathlib
 import statistics
 import sys
 import time
 
-import psycopg
+from .harness import pg, report
+from .harness.cli import parser, run, say_fn, start_guard
+from .harness.probes import scale_of
+from .paths import SSB_QUERIES
 
-from harness import machine
-from harness.quiet import Guard, loadavg1
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 SMALL = "select count(*) from supplier where s_region = 'ASIA'"
 
 
@@ -43,42 +40,33 @@ def elapsed_us(conn, sql):
     return (time.perf_counter_ns() - t0) / 1000.0
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None):
+    ap = parser(__doc__)
     ap.add_argument("--rounds", type=int, default=200)
-    ap.add_argument("--out", type=pathlib.Path)
-    args = ap.parse_args()
+    ap.add_argument("--name", default="scheduler-overhead")
+    args = ap.parse_args(argv)
+    say = say_fn(args.quiet)
 
+    db = args.db
+    res = report.Result(args.name, "Overheads of plan selection and the admission gate",
+                        pg.server_info(db), scale_of(db), args.outdir)
+    guard = res.guard = start_guard(args, say, own_load=1)
     lines = []
-    guard = Guard()
-    guard.start()
-    started = datetime.datetime.now()
-    load_before = loadavg1()
-    with psycopg.connect(autocommit=True) as stock, psycopg.connect(autocommit=True) as sls, \
-            psycopg.connect(autocommit=True) as thr, psycopg.connect(autocommit=True) as ctl:
-        for c in (stock, sls, thr):
-            c.execute("set max_parallel_workers_per_gather = 0")
+    with pg.connect(db) as stock, pg.connect(db) as sls, pg.connect(db) as thr, pg.connect(db) as ctl:
         stock.execute("set mccdb.plan_policy = off")
         sls.execute("set mccdb.plan_policy = sls")
         sls.execute("set mccdb.plan_above_cost = 0")
         thr.execute("set mccdb.plan_policy = sls")
         thr.execute("set mccdb.plan_above_cost = 1e30")
-        version = ctl.execute("show server_version").fetchone()[0]
         guard.before("planning")
-        lines += [f"Machine: {machine.describe()}; PostgreSQL {version}; database "
-                  f"`{ctl.info.dbname}` (SSB). Run {started:%Y-%m-%d %H:%M}; 1-minute load before "
-                  f"{load_before:.2f}; quiet-machine guard passed (CPUs at most "
-                  f"{100 * guard.checks[-1][2]:.0f}% busy before the run). Command: "
-                  f"`PGDATABASE={ctl.info.dbname} .venv/bin/python benchmarks/scheduler_overhead.py "
-                  f"--rounds {args.rounds}`.", "",
-                  "## Planning time with candidate generation, and below mccdb.plan_above_cost", "",
+        lines += ["## Planning time with candidate generation, and below mccdb.plan_above_cost", "",
                   f"Median server-side planning time over {args.rounds} interleaved rounds: `off` "
                   "(PostgreSQL's plan), `sls` with every query given candidates (plan_above_cost 0), "
                   "and `sls` with the query below plan_above_cost (the threshold path).", "",
                   "| query | off ms | sls ms | sls / off | below threshold ms | below threshold / off |",
                   "| --- | ---: | ---: | ---: | ---: | ---: |"]
         ratios, thr_ratios = [], []
-        for f in sorted((ROOT / "benchmarks" / "ssb" / "queries").glob("q*.sql")):
+        for f in sorted(SSB_QUERIES.glob("q*.sql")):
             sql = f.read_text().strip().rstrip(";")
             t = {"off": [], "sls": [], "thr": []}
             for _ in range(10):
@@ -92,7 +80,8 @@ def main():
             thr_ratios.append(m["thr"] / m["off"])
             lines.append(f"| {f.stem} | {m['off']:.3f} | {m['sls']:.3f} | {m['sls'] / m['off']:.2f} "
                          f"| {m['thr']:.3f} | {m['thr'] / m['off']:.2f} |")
-            print(f.stem, m, file=sys.stderr)
+            say(f"{f.stem}: " + ", ".join(f"{k} {v:.3f} ms" for k, v in m.items()))
+        guard.after()
         lines += ["", f"Candidates: median ratio {statistics.median(ratios):.2f} "
                   f"(min {min(ratios):.2f}, max {max(ratios):.2f}). Below the threshold: median ratio "
                   f"{statistics.median(thr_ratios):.2f} (min {min(thr_ratios):.2f}, max {max(thr_ratios):.2f}).", ""]
@@ -101,8 +90,9 @@ def main():
         ctl.execute("alter system set mccdb.schedule = 'mls'")
         ctl.execute("select pg_reload_conf()")
         time.sleep(0.5)
+        guard.before("admission")
         try:
-            with psycopg.connect(autocommit=True) as gated, psycopg.connect(autocommit=True) as bypass:
+            with pg.connect(db, base=False) as gated, pg.connect(db, base=False) as bypass:
                 assert gated.execute("show mccdb.schedule").fetchone()[0] == "mls"
                 gated.execute("set mccdb.min_cost = 0")
                 bypass.execute("set mccdb.min_cost = 1e30")
@@ -115,6 +105,7 @@ def main():
                     t["bypass"].append(elapsed_us(bypass, SMALL))
                 admitted = ctl.execute("select admitted from mccdb_scheduler()").fetchone()[0] - before
         finally:
+            guard.after()
             ctl.execute("alter system reset mccdb.schedule")
             ctl.execute("select pg_reload_conf()")
         assert admitted == args.rounds * 5 + 50, f"every gated query went through the gate ({admitted})"
@@ -127,12 +118,9 @@ def main():
                   f"| through the gate | {m['gated']:.1f} |",
                   f"| difference: admission per query | {m['gated'] - m['bypass']:.1f} |"]
 
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text)
-    return 0
+    res.add("\n".join(lines))
+    return res
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(main))

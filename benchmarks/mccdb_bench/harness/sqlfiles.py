@@ -2,11 +2,9 @@
 import pathlib
 import re
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-BENCH = ROOT / "benchmarks"
-PLQ_DIR = BENCH / "plq"
-SSB_DIR = BENCH / "ssb" / "queries"
-TPCH_DIR = BENCH / "tpch" / "queries"
+from ..paths import PLQ_DIR
+from ..paths import SSB_QUERIES as SSB_DIR
+from ..paths import TPCH_QUERIES as TPCH_DIR
 
 
 def strip_sql(text):

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Measure what mccdb's locality estimation adds to planning an SSB query.
 
 Starts two project-local clusters with the same SSB data and statistics (one
@@ -12,12 +11,10 @@ one run so that the ratios are not skewed by the machine's drift:
   loaded     mccdb preloaded, mccdb.explain = off (hooks, no estimation)
   estimated  mccdb preloaded, mccdb.explain = on  (hooks + estimation + output)
 
-Prints a Markdown table of medians and ratios (and writes it with --out).
+Writes docs/results/planning-overhead.md (--outdir, --name): medians and ratios.
 
-    .venv/bin/python benchmarks/planning_overhead.py --scale 1 --rounds 300
+    .venv/bin/python -m mccdb_bench.planning_overhead --scale 1 --rounds 300
 """
-import argparse
-import pathlib
 import statistics
 import subprocess
 import sys
@@ -25,12 +22,20 @@ import time
 
 import psycopg
 
-from harness import machine
-from harness.quiet import Guard, loadavg1
+from . import ssb_generate
+from .harness import report
+from .harness.cli import parser, run, say_fn, start_guard
+from .paths import CLUSTER_SCRIPT as CLUSTER
+from .paths import SSB_QUERIES, VAR
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-CLUSTER = ROOT / "scripts" / "pg-cluster.sh"
-PY = sys.executable
+INTRO = """What mccdb adds before a query runs: the plan walk and hash table estimate
+(section 4), done when EXPLAIN shows it (and, for the recent-queries view,
+once at ExecutorEnd). Measured as the client-side time of `EXPLAIN <query>`
+(parse, plan, executor start/end in explain-only mode, output), because that
+path includes the estimation and its output while running nothing. Three
+configurations interleaved in one run; the stock cluster is a file copy of
+the mccdb cluster, so both have the same statistics and plans.
+"""
 
 
 def cluster_env(name):
@@ -59,10 +64,11 @@ def start(name, port, preload):
 
 
 def load(conninfo, scale):
-    gen = [PY, str(ROOT / "benchmarks" / "ssb" / "ssb_generate.py"),
-           "--dsn", conninfo, "--scale", str(scale)]
-    if subprocess.run(gen + ["--check"], capture_output=True).returncode != 0:
-        subprocess.run(gen + ["--progress", "lines"], check=True)
+    """SSB at the scale into the cluster, unless it is there already."""
+    gen = ["--dsn", conninfo, "--scale", str(scale)]
+    if ssb_generate.main(gen + ["--check"]) != 0:
+        if ssb_generate.main(gen + ["--progress", "lines"]) != 0:
+            raise SystemExit("loading SSB failed")
 
 
 def time_explain(conn, sql):
@@ -71,13 +77,14 @@ def time_explain(conn, sql):
     return (time.perf_counter_ns() - t0) / 1000.0
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None):
+    ap = parser(__doc__)
     ap.add_argument("--scale", default="1")
     ap.add_argument("--rounds", type=int, default=300)
     ap.add_argument("--warmup", type=int, default=30)
-    ap.add_argument("--out", type=pathlib.Path)
-    args = ap.parse_args()
+    ap.add_argument("--name", default="planning-overhead")
+    args = ap.parse_args(argv)
+    say = say_fn(args.quiet)
 
     # The stock cluster is a copy of the loaded one, so both have the same
     # statistics and plan every query the same way.
@@ -85,14 +92,14 @@ def main():
     load(mccdb, args.scale)
     subprocess.run([str(CLUSTER), "stop", "overhead-mccdb"], check=True)
     subprocess.run([str(CLUSTER), "destroy", "overhead-stock"], check=True)
-    clusters = ROOT / "var" / "clusters"
+    clusters = VAR / "clusters"
     subprocess.run(["cp", "-a", str(clusters / "overhead-mccdb"), str(clusters / "overhead-stock")],
                    check=True)
     stock = start("overhead-stock", 54391, preload=False)
     mccdb = start("overhead-mccdb", 54392, preload=True)
-    guard = Guard(say=lambda m: print(m, file=sys.stderr), own_load=1)
-    load_start = guard.start()
-    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    res = report.Result(args.name, "Planning overhead of the locality estimation",
+                        scale=f"SSB SF {args.scale}", outdir=args.outdir)
+    guard = res.guard = start_guard(args, say, own_load=1)
     try:
         with psycopg.connect(stock, autocommit=True) as cs, \
                 psycopg.connect(mccdb, autocommit=True) as cl, \
@@ -100,10 +107,12 @@ def main():
             cl.execute("create extension if not exists mccdb")
             cl.execute("set mccdb.explain = off")
             ce.execute("set mccdb.explain = on")
-            version = cs.execute("show server_version").fetchone()[0]
+            res.server = {k: cs.execute(f"show {k}").fetchone()[0]
+                          for k in ("server_version", "shared_buffers", "work_mem")}
+            res.server["version"] = res.server.pop("server_version")
             rows = []
             guard.before("the EXPLAIN rounds")
-            for f in sorted((ROOT / "benchmarks" / "ssb" / "queries").glob("q*.sql")):
+            for f in sorted(SSB_QUERIES.glob("q*.sql")):
                 sql = f.read_text().strip().rstrip(";")
                 assert "MCC-DB" in str(ce.execute("explain " + sql).fetchall())
                 for c in (cs, cl, ce):
@@ -116,38 +125,25 @@ def main():
                     t["estimated"].append(time_explain(ce, sql))
                 m = {k: statistics.median(v) for k, v in t.items()}
                 rows.append((f.stem, m))
-                print(f"{f.stem}: stock {m['stock']:.0f} us, loaded {m['loaded']:.0f} us, "
-                      f"estimated {m['estimated']:.0f} us", file=sys.stderr)
+                say(f"{f.stem}: stock {m['stock']:.0f} us, loaded {m['loaded']:.0f} us, "
+                    f"estimated {m['estimated']:.0f} us")
         guard.after()
     finally:
         subprocess.run([str(CLUSTER), "stop", "overhead-stock"])
         subprocess.run([str(CLUSTER), "stop", "overhead-mccdb"])
 
-    lines = [
-        f"Machine: {machine.describe()}; PostgreSQL {version}; SSB scale {args.scale}.",
-        f"Run: {started}; 1-minute load when the guard let it start {load_start:.2f}, "
-        f"after {loadavg1():.2f}.",
-        guard.summary().rstrip("\n").lstrip("- "),
-        f"Command: `.venv/bin/python benchmarks/planning_overhead.py --scale {args.scale} "
-        f"--rounds {args.rounds}`",
-        f"Median client-side time of `EXPLAIN <query>` over {args.rounds} interleaved rounds.",
-        "",
-        "| query | stock us | mccdb loaded, explain off us | mccdb estimating us | loaded / stock | estimating / stock |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for name, m in rows:
-        lines.append(f"| {name} | {m['stock']:.0f} | {m['loaded']:.0f} | {m['estimated']:.0f} | "
-                     f"{m['loaded'] / m['stock']:.3f} | {m['estimated'] / m['stock']:.3f} |")
+    res.add(INTRO)
+    res.add(f"Median client-side time of `EXPLAIN <query>` over {args.rounds} interleaved rounds.\n")
+    res.table(["query", "stock us", "mccdb loaded, explain off us", "mccdb estimating us",
+               "loaded / stock", "estimating / stock"],
+              [[name, f"{m['stock']:.0f}", f"{m['loaded']:.0f}", f"{m['estimated']:.0f}",
+                f"{m['loaded'] / m['stock']:.3f}", f"{m['estimated'] / m['stock']:.3f}"]
+               for name, m in rows])
     ratios = [m["estimated"] / m["stock"] for _, m in rows]
-    lines.append("")
-    lines.append(f"Median of the per-query ratios estimating / stock: {statistics.median(ratios):.3f} "
-                 f"(min {min(ratios):.3f}, max {max(ratios):.3f}).")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text)
-    return 0
+    res.add(f"\nMedian of the per-query ratios estimating / stock: {statistics.median(ratios):.3f} "
+            f"(min {min(ratios):.3f}, max {max(ratios):.3f}).")
+    return res
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(main))

@@ -6,7 +6,7 @@
  * For each size, a random cyclic permutation of 64-byte cache lines is
  * chased (each load depends on the previous one), in memory advised to use
  * transparent huge pages so that TLB misses do not dominate.  Prints one line
- * per size: "<bytes> <ns per access>".  benchmarks/llc_knee.py finds the knee.
+ * per size: "<bytes> <ns per access>".  mccdb_bench.llc_knee finds the knee.
  */
 #define _GNU_SOURCE
 #include <stdint.h>

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Section 7.3: stock optimizer vs mccdb's plan selection, on the PLQ whose
 hash-join and index-join plans are closest in cost and on PLQ_13 (the
 paper's moderate PLQ, its index plan 17.2% above the hash plan there).
@@ -14,13 +13,16 @@ before each configuration.  The table gives batch times and their ratio to
 the stock batch of the same repetition.
 
     eval "$(scripts/pg-cluster.sh env bench)"
-    .venv/bin/python benchmarks/experiments/sec73.py --db plq --reps 5
+    .venv/bin/python -m mccdb_bench.sec73 --db plq --reps 5
 """
 import argparse
 import random
+import sys
 
-from common import fmt_bytes, parser, say_fn, scale_of, pg, report, sqlfiles, stats
-from harness.quiet import Guard
+from .harness import pg, report, sqlfiles, stats
+from .harness.cli import parser, run, say_fn, start_guard
+from .harness.probes import scale_of
+from .harness.report import fmt_bytes
 
 GATE = ["set mccdb.min_cost = 0"]
 PAPER_PLQ = 13
@@ -83,14 +85,12 @@ def run_plq(a, n, guard, say):
                 warm(queries[k])        # the restart emptied shared_buffers
             else:
                 pg.set_schedule(schedule[k], a.db)
-            if guard:
-                guard.before(f"PLQ_{n} {k} (repetition {r + 1})")
+            guard.before(f"PLQ_{n} {k} (repetition {r + 1})")
             if k == "mccdb":
                 with pg.connect(a.db) as c:
                     seq0 = c.execute("select coalesce(max(seq), 0) from mccdb_recent_queries").fetchone()[0]
             t, per = pg.run_batch([queries[k]] * a.instances, schedule[k], a.db)
-            if guard:
-                guard.after()
+            guard.after()
             times[k].append(t)
             if k == "mccdb":
                 with pg.connect(a.db) as c:
@@ -117,18 +117,13 @@ def main(argv=None):
                     help="mccdb.cost_slack for the mccdb sessions (default: the server's, 0.30)")
     ap.add_argument("--stock", action=argparse.BooleanOptionalAction, default=True,
                     help="run the stock configuration (a restart without mccdb preloaded)")
-    ap.add_argument("--no-guard", action="store_true",
-                    help="skip the quiet-machine guard (tests; never for results)")
     ap.add_argument("--name", default="sec7.3-plan-selection")
     a = ap.parse_args(argv)
     say = say_fn(a.quiet)
     srv = pg.server_info(a.db)
     res = report.Result(a.name, "Section 7.3: stock plan vs mccdb plan selection (MLS)",
                         srv, scale_of(a.db), a.outdir)
-    guard = None if a.no_guard else Guard(say, own_load=a.instances)
-    res.guard = guard
-    if guard:
-        guard.start()
+    guard = res.guard = start_guard(a, say, own_load=a.instances)
     ns = [int(x) for x in a.plq.split(",")] if a.plq else sorted({closest(a.db, say), PAPER_PLQ})
     base_name = "stock" if a.stock else "off"
     rows, plot = [], {}
@@ -175,6 +170,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    res, _ = main()
-    print(res.text())
-    print(f"wrote {res.write()}")
+    sys.exit(run(main))

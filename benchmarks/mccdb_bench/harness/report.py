@@ -5,9 +5,8 @@ import pathlib
 import shlex
 import sys
 
+from ..paths import RESULTS, ROOT
 from . import machine
-
-RESULTS = pathlib.Path(__file__).resolve().parents[2] / "docs" / "results"
 
 
 def md_table(headers, rows):
@@ -48,12 +47,17 @@ def cache_sizes():
 
 
 def command_line():
-    root = pathlib.Path(__file__).resolve().parents[2]
-    arg0 = sys.argv[0]
-    if os.path.exists(arg0):
-        arg0 = os.path.relpath(os.path.abspath(arg0), root)
-    argv = [arg0] + sys.argv[1:]
-    return ".venv/bin/python " + " ".join(shlex.quote(a) for a in argv)
+    """The command that is running, as one would type it in the checkout."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name:
+        argv = ["-m", spec.name]      # python -m mccdb_bench.<experiment>
+    else:
+        arg0 = sys.argv[0]
+        if os.path.exists(arg0):
+            arg0 = os.path.relpath(os.path.abspath(arg0), ROOT)
+        argv = [arg0]
+    return ".venv/bin/python " + " ".join(shlex.quote(a) for a in argv + sys.argv[1:])
 
 
 class Result:
@@ -121,3 +125,9 @@ class Result:
         path = self.outdir / f"{self.name}.md"
         path.write_text(self.text())
         return path
+
+
+def fmt_bytes(b):
+    if b is None:
+        return "?"
+    return f"{b / 1048576:.1f} MB" if b >= 1048576 else f"{b / 1024:.0f} kB"

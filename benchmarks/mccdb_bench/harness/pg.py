@@ -131,28 +131,9 @@ class Looper:
             raise self.error
 
 
-def alone_vs_corun(target, corunners, rounds, dbname=None, progress=None):
-    """Per round: target alone, then target beside the co-runners (each looping
-    on its own connection). Returns (alone_times, corun_times), paired by round."""
-    alone, co = [], []
-    with session(target, dbname) as c:
-        timed(c, target.sql)  # warm
-        for r in range(rounds):
-            alone.append(timed(c, target.sql))
-            loops = [Looper(q, dbname).start() for q in corunners]
-            try:
-                co.append(timed(c, target.sql))
-            finally:
-                for lp in loops:
-                    lp.stop()
-            if progress:
-                progress(f"  round {r + 1}/{rounds}: alone {alone[-1]:.3f} s, co-run {co[-1]:.3f} s "
-                         f"({co[-1] / alone[-1]:.2f}x)")
-    return alone, co
-
-
 def alone_vs_corun_cpu(target, corunners, rounds, dbname=None, progress=None):
-    """As alone_vs_corun, also with the target backend's CPU time: returns a dict
+    """Per round: target alone, then target beside the co-runners (each looping
+    on its own connection), with the target backend's CPU time: returns a dict
     of paired lists 'alone', 'co' (wall s) and 'alone_cpu', 'co_cpu' (CPU s, or
     empty when the server's processes are not readable here)."""
     out = {"alone": [], "co": [], "alone_cpu": [], "co_cpu": []}
@@ -177,6 +158,13 @@ def alone_vs_corun_cpu(target, corunners, rounds, dbname=None, progress=None):
     if len(out["alone_cpu"]) != len(out["alone"]):
         out["alone_cpu"], out["co_cpu"] = [], []
     return out
+
+
+def alone_vs_corun(target, corunners, rounds, dbname=None, progress=None):
+    """Per round: target alone, then target beside the co-runners (each looping
+    on its own connection). Returns (alone_times, corun_times), paired by round."""
+    m = alone_vs_corun_cpu(target, corunners, rounds, dbname, progress)
+    return m["alone"], m["co"]
 
 
 # --- the scheduler -------------------------------------------------------
@@ -204,12 +192,13 @@ def set_preload(on, dbname=None, timeout=60.0):
     import os
     import pathlib
     import subprocess
+
+    from ..paths import CLUSTER_SCRIPT
     host = os.environ.get("PGHOST", "")
     name = pathlib.Path(host).name
     if not host.startswith("/") or not name:
         raise RuntimeError("stock runs need a project cluster (eval \"$(scripts/pg-cluster.sh env NAME)\")")
-    root = pathlib.Path(__file__).resolve().parents[2]
-    subprocess.run([str(root / "scripts" / "pg-cluster.sh"), "preload", name, "on" if on else "off"],
+    subprocess.run([str(CLUSTER_SCRIPT), "preload", name, "on" if on else "off"],
                    check=True, stdout=subprocess.DEVNULL)
     deadline = time.time() + timeout
     while True:

@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """Write the synthetic PLQ_1..PLQ_25 queries of the MCC-DB paper (section 4.2.1).
 
-    python benchmarks/plq/make_plq.py          # (re)write plq_01.sql .. plq_25.sql
-    python benchmarks/plq/make_plq.py --check  # exit 1 if a committed file differs
+    .venv/bin/python -m mccdb_bench.make_plq          # (re)write benchmarks/plq/plq_01.sql .. plq_25.sql
+    .venv/bin/python -m mccdb_bench.make_plq --check  # exit 1 if a committed file differs
 
 PLQ_n joins part and lineorder and sums lo_revenue over the parts whose
 p_category is one of the first n categories in the fixed order CATEGORIES
@@ -13,7 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from .paths import PLQ_DIR
+
 CATEGORIES = [f"MFGR#{m}{c}" for m in range(1, 6) for c in range(1, 6)]
 
 
@@ -34,7 +34,7 @@ def plq_sql(n: int) -> str:
 
 
 def path(n: int) -> Path:
-    return HERE / f"plq_{n:02d}.sql"
+    return PLQ_DIR / f"plq_{n:02d}.sql"
 
 
 def main(argv=None) -> int:
@@ -51,7 +51,7 @@ def main(argv=None) -> int:
         else:
             p.write_text(text)
     if stale:
-        print("out of date: " + ", ".join(stale) + " (run make_plq.py)", file=sys.stderr)
+        print("out of date: " + ", ".join(stale) + " (run python -m mccdb_bench.make_plq)", file=sys.stderr)
         return 1
     return 0
 

@@ -1,10 +1,9 @@
-#!/usr/bin/env python3
 """TPC-H data from DuckDB's tpch extension (dbgen), loaded into PostgreSQL with COPY.
 
     eval "$(scripts/pg-cluster.sh env NAME)"
-    PGDATABASE=tpch .venv/bin/python benchmarks/tpch/tpch_load.py --scale 1
-    PGDATABASE=ssb  .venv/bin/python benchmarks/tpch/tpch_load.py --scale 1 --schema tpch
-    PGDATABASE=tpch .venv/bin/python benchmarks/tpch/tpch_load.py --check --scale 1
+    PGDATABASE=tpch .venv/bin/python -m mccdb_bench.tpch_load --scale 1
+    PGDATABASE=ssb  .venv/bin/python -m mccdb_bench.tpch_load --scale 1 --schema tpch
+    PGDATABASE=tpch .venv/bin/python -m mccdb_bench.tpch_load --check --scale 1
 
 The generator is dbgen as shipped in DuckDB's tpch extension (PyPI packages
 `duckdb` and `duckdb-extension-tpch`; no network access at load time).  Each
@@ -18,7 +17,6 @@ import argparse
 import glob
 import math
 import os
-import pathlib
 import sys
 import tempfile
 import time

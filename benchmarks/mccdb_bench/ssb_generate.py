@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Star Schema Benchmark (SSB) data generator for PostgreSQL, mccdb's own.
 
 Faithful to O'Neil, O'Neil, Chen, "Star Schema Benchmark", rev. 3 (2009) and
@@ -7,8 +6,8 @@ server with ``INSERT ... SELECT ... FROM generate_series(...)``: every random
 value is a hash (``hashint8extended``) of the row number, a per-column stream
 number and the seed, so a load is deterministic for a given (scale, seed).
 
-    python benchmarks/ssb/ssb_generate.py --scale 0.01            # load + check
-    python benchmarks/ssb/ssb_generate.py --check                 # check only
+    .venv/bin/python -m mccdb_bench.ssb_generate --scale 0.01   # load + check
+    .venv/bin/python -m mccdb_bench.ssb_generate --check        # check only
 
 Connection: libpq environment (PGHOST, PGPORT, PGUSER, PGDATABASE) or --dsn.
 See benchmarks/ssb/README.md for the data rules and the choices made.
@@ -24,7 +23,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation, ROUND_FLOOR
+from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 
 GENERATOR_VERSION = "mccdb-ssbgen 1"
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Throughput: many clients on a mixed SSB / TPC-H stream, stock vs each policy.
 
 Each client has its own connection and a seeded random sequence of
@@ -18,16 +17,18 @@ repetition runs them in a new random order, each after the quiet-machine
 guard.
 
     eval "$(scripts/pg-cluster.sh env demo)"
-    .venv/bin/python benchmarks/experiments/throughput.py --db ssb --clients 6 --reps 3
+    .venv/bin/python -m mccdb_bench.throughput --db ssb --clients 6 --reps 3
 """
 import os
 import random
+import sys
 import threading
 import time
 
-from common import parser, say_fn, scale_of, pg, report, sqlfiles, stats
-from fig6 import ensure_matrix
-from harness.quiet import Guard
+from .fig6 import ensure_matrix
+from .harness import pg, report, sqlfiles, stats
+from .harness.cli import parser, run, say_fn, start_guard
+from .harness.probes import scale_of
 
 # configuration -> (mccdb.schedule, mccdb.plan_policy); stock has no mccdb at all
 CONFIGS = {"stock": (None, None), "off": ("off", "off"), "sls": ("sls", "sls"), "mls": ("mls", "mls"),
@@ -97,12 +98,10 @@ def repeat_configs(configs, reps, seed, guard, run_one, db, say):
             got = {}
             for name in order:
                 start_server(name, db)
-                if guard:
-                    guard.before(f"{name} (repetition {r + 1})")
+                guard.before(f"{name} (repetition {r + 1})")
                 say(f"repetition {r + 1}: {name}")
                 got[name] = run_one(name)
-                if guard:
-                    guard.after()
+                guard.after()
                 lat = got[name].pop("latencies")
                 got[name].update(median=stats.summarize(lat).median, p95=stats.percentile(lat, 95))
             for name, m in got.items():
@@ -146,16 +145,12 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--calibrate", action="store_true", help="measure the matrix first if missing (adaptive)")
     ap.add_argument("--name", default="throughput")
-    ap.add_argument("--no-guard", action="store_true", help="skip the quiet-machine guard (tests; never for results)")
     a = ap.parse_args(argv)
     say = say_fn(a.quiet)
     srv = pg.server_info(a.db)
     res = report.Result(a.name, "Throughput: mixed SSB/TPC-H stream, stock vs mccdb policies",
                         srv, scale_of(a.db), a.outdir)
-    guard = None if a.no_guard else Guard(say, own_load=max(a.clients, os.cpu_count() or 1))
-    res.guard = guard
-    if guard:
-        guard.start()
+    guard = res.guard = start_guard(a, say, own_load=max(a.clients, os.cpu_count() or 1))
     pool = []
     for n in sqlfiles.ssb_names():
         q = pg.Query(f"SSB {n}", sqlfiles.ssb(n))
@@ -169,7 +164,7 @@ def main(argv=None):
     unknown = [c for c in configs if c not in CONFIGS]
     if unknown:
         raise SystemExit(f"unknown configuration(s) {unknown}; known: {', '.join(CONFIGS)}")
-    if "adaptive" in configs and not ensure_matrix(a.db, a.calibrate, say):
+    if "adaptive" in configs and not ensure_matrix(a.db, a.calibrate, say, guard):
         configs.remove("adaptive")
         res.add("**adaptive skipped: no interference matrix.**\n")
     streams = [stream(a.seed * 1000 + k, pool, a.per_client) for k in range(a.clients)]
@@ -196,6 +191,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    res, _ = main()
-    print(res.text())
-    print(f"wrote {res.write()}")
+    sys.exit(run(main))

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The mixed stream again, driven by pgbench: stock vs each policy.
 
 A standard tool confirms the throughput experiment: pgbench runs custom
@@ -14,18 +13,20 @@ latency from its per-transaction log (`-l`).
 Configurations, server restarts and the guard as in throughput.py.
 
     eval "$(scripts/pg-cluster.sh env demo)"
-    .venv/bin/python benchmarks/experiments/pgbench_mix.py --db ssb --clients 6 --reps 3
+    .venv/bin/python -m mccdb_bench.pgbench_mix --db ssb --clients 6 --reps 3
 """
 import os
 import pathlib
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 
-from common import parser, say_fn, scale_of, pg, report, sqlfiles, stats
-from harness.quiet import Guard
-from throughput import CONFIGS, plot_rates, repeat_configs
+from .harness import pg, report, sqlfiles, stats
+from .harness.cli import parser, run, say_fn, start_guard
+from .harness.probes import scale_of
+from .throughput import CONFIGS, plot_rates, repeat_configs
 
 PLANS = [(5, "hash"), (25, "hash"), (1, "index"), (12, "index")]
 
@@ -83,17 +84,13 @@ def main(argv=None):
     ap.add_argument("--configs", default="stock,off,sls,mls,predictive")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--name", default="pgbench-mix")
-    ap.add_argument("--no-guard", action="store_true", help="skip the quiet-machine guard (tests; never for results)")
     a = ap.parse_args(argv)
     if not shutil.which("pgbench"):
         raise SystemExit("pgbench is not on PATH (Debian: postgresql-client-15 ships it)")
     say = say_fn(a.quiet)
     srv = pg.server_info(a.db)
     res = report.Result(a.name, "Mixed stream under pgbench: stock vs mccdb policies", srv, scale_of(a.db), a.outdir)
-    guard = None if a.no_guard else Guard(say, own_load=max(a.clients, os.cpu_count() or 1))
-    res.guard = guard
-    if guard:
-        guard.start()
+    guard = res.guard = start_guard(a, say, own_load=max(a.clients, os.cpu_count() or 1))
     configs = [c for c in a.configs.split(",") if c]
     unknown = [c for c in configs if c not in CONFIGS]
     if unknown:
@@ -122,6 +119,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    res, _ = main()
-    print(res.text())
-    print(f"wrote {res.write()}")
+    sys.exit(run(main))

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Section 7.4: the long SSB queries -- estimated vs actual hash table size,
 estimated class, and the measured slowdown in every pairing.
 
@@ -10,10 +9,14 @@ its own connection (per round alone then co-run, median over rounds). Then:
 does the class predict the slowdown here?
 
     eval "$(scripts/pg-cluster.sh env bench)"
-    .venv/bin/python benchmarks/experiments/sec74.py --db ssb --long 5 --rounds 3
+    .venv/bin/python -m mccdb_bench.sec74 --db ssb --long 5 --rounds 3
 """
-from common import fmt_bytes, parser, say_fn, scale_of, pg, report, sqlfiles, stats
-from harness.quiet import Guard
+import sys
+
+from .harness import pg, report, sqlfiles, stats
+from .harness.cli import parser, run, say_fn, start_guard
+from .harness.probes import scale_of
+from .harness.report import fmt_bytes
 
 ORDER = {"strong": 0, "moderate": 1, "weak": 2}
 
@@ -23,17 +26,12 @@ def main(argv=None):
     ap.add_argument("--long", type=int, default=5, help="how many of the longest SSB queries")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--name", default="sec7.4-ssb-pairs")
-    ap.add_argument("--no-guard", action="store_true",
-                    help="skip the quiet-machine guard (tests; never for results)")
     a = ap.parse_args(argv)
     say = say_fn(a.quiet)
     srv = pg.server_info(a.db)
     res = report.Result(a.name, "Section 7.4: long SSB queries, estimated class and measured slowdown",
                         srv, scale_of(a.db), a.outdir)
-    guard = None if a.no_guard else Guard(say, own_load=2)
-    res.guard = guard
-    if guard:
-        guard.start()
+    guard = res.guard = start_guard(a, say, own_load=2)
     info = {}
     for name in sqlfiles.ssb_names():
         q = pg.Query(f"Q{name[1:]}", sqlfiles.ssb(name))
@@ -57,11 +55,9 @@ def main(argv=None):
     for t in longq:
         for c in longq:
             say(f"{t} beside {c}")
-            if guard:
-                guard.before(f"{t} beside {c}")
+            guard.before(f"{t} beside {c}")
             m = pg.alone_vs_corun_cpu(info[t]["q"], [info[c]["q"]], a.rounds, a.db, say)
-            if guard:
-                guard.after()
+            guard.after()
             slow[(t, c)] = stats.summarize(stats.ratios(m["co"], m["alone"]))
             slow_cpu[(t, c)] = stats.summarize(stats.ratios(m["co_cpu"], m["alone_cpu"]))
     res.add(f"\nSlowdown of the row query (co-run / alone, same round; median over {a.rounds} rounds, "
@@ -108,6 +104,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    res, *_ = main()
-    print(res.text())
-    print(f"wrote {res.write()}")
+    sys.exit(run(main))

@@ -1,27 +1,21 @@
 """Tests of the pure-Python parts of the SSB generator, the query files and
 the generated test files. No server needed:
 
-    .venv/bin/python -m pytest benchmarks/ssb/test_ssb_generate.py
+    .venv/bin/python -m pytest benchmarks/tests/test_ssb_generate.py
 """
 
 import datetime as dt
 import io
 import re
-import sys
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-PLQ_DIR = HERE.parent / "plq"
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(PLQ_DIR))
-sys.path.insert(0, str(HERE / "test"))
-
-import make_plq  # noqa: E402
-import make_query_tests  # noqa: E402
-import ssb_generate as g  # noqa: E402
+from mccdb_bench import make_plq
+from mccdb_bench import make_ssb_query_tests as make_query_tests
+from mccdb_bench import ssb_generate as g
+from mccdb_bench.paths import PLQ_DIR
+from mccdb_bench.paths import SSB_DIR as HERE
 
 SSB_TABLES = {"lineorder", "part", "supplier", "customer", "date"}
 

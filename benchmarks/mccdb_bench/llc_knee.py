@@ -1,16 +1,15 @@
-#!/usr/bin/env python3
 """Effective last-level cache one thread sees: the knee of a pointer chase.
 
-Compiles benchmarks/llc_knee.c (cc -O2) into a temporary directory, runs it
+Compiles llc_knee.c (beside this file) (cc -O2) into a temporary directory, runs it
 over working sets from MIN to MAX, and reports the largest size whose latency
 is still below lat_cache + KNEE x (lat_memory - lat_cache) (KNEE 0.1: where the
 latency starts to climb), where lat_cache is
 the lowest latency at or below 4 MB and lat_memory the median of the three
 largest sizes.  On a machine shared with other tenants this is much smaller
-than the L3 sysfs reports (shared/ENVIRONMENT.md).
+than the L3 sysfs reports (docs/machine.md).
 
-    .venv/bin/python benchmarks/llc_knee.py            # table and the knee
-    .venv/bin/python benchmarks/llc_knee.py --json     # machine-readable
+    .venv/bin/python -m mccdb_bench.llc_knee          # table and the knee
+    .venv/bin/python -m mccdb_bench.llc_knee --json   # machine-readable
 """
 import argparse
 import json

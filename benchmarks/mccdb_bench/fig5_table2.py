@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Table 2 and Figure 5: cache partitioning (page colouring) experiments.
 
 They need real cache partitioning. This asks mccdb_partition(); when it
@@ -7,9 +6,13 @@ the result file says so and the experiment is skipped. The simulation issue
 covers them on this machine.
 
     eval "$(scripts/pg-cluster.sh env bench)"
-    .venv/bin/python benchmarks/experiments/fig5_table2.py --db plq
+    .venv/bin/python -m mccdb_bench.fig5_table2 --db plq
 """
-from common import parser, say_fn, scale_of, pg, report
+import sys
+
+from .harness import pg, report
+from .harness.cli import parser, run, say_fn
+from .harness.probes import scale_of
 
 
 def main(argv=None):
@@ -36,6 +39,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    res, _ = main()
-    print(res.text())
-    print(f"wrote {res.write()}")
+    sys.exit(run(main))
