@@ -173,7 +173,7 @@ def test_backend_cpu_reads_schedstat():
 
 COMMANDS = ["calibrate", "calibrate_host", "estimate_accuracy", "fig4", "fig5_table2", "fig6", "learning",
             "llc_knee", "make_plq", "make_ssb_query_tests", "pgbench_mix", "planning_overhead",
-            "scheduler_overhead", "sec73", "sec74", "ssb_generate", "throughput", "tpch_load"]
+            "results_index", "scheduler_overhead", "sec73", "sec74", "ssb_generate", "throughput", "tpch_load"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -200,3 +200,25 @@ def test_the_package_is_where_the_commands_find_the_data():
     assert (paths.PLQ_DIR / "force_hash.sql").is_file()
     assert len(list(paths.SSB_QUERIES.glob("q*.sql"))) == 13
     assert (paths.CLUSTER_SCRIPT).is_file() and paths.RESULTS.is_dir()
+
+
+def test_results_readme_is_copied_from_the_pages():
+    """docs/results/README.md's index and paper table are what the pages say."""
+    from mccdb_bench import results_index
+    assert results_index.main(["--check"]) == 0
+
+
+def test_results_index_reads_the_guard_from_the_header(tmp_path):
+    from mccdb_bench import results_index
+    block = "<!-- results-index\norder: 1\nkind: native\nwhat: w\nheadline: h\npaper: r | p | o\n-->\n"
+    (tmp_path / "a.md").write_text("# A\n\n- Quiet-machine guard: 1-minute load < 0.5\n" + block)
+    (tmp_path / "b.md").write_text("# B\n\n- Load average 4.1\n" + block.replace("order: 1", "order: 2"))
+    (tmp_path / "README.md").write_text(f"# R\n\n{results_index.BEGIN}\n{results_index.END}\n")
+    assert results_index.main(["--results", str(tmp_path)]) == 0
+    text = (tmp_path / "README.md").read_text()
+    assert "| [a](a.md) | w | guarded | h |" in text
+    assert "| [b](b.md) | w | **unguarded** | h |" in text
+    assert "| r | p | o | native | [a](a.md) |" in text
+    assert results_index.main(["--results", str(tmp_path), "--check"]) == 0
+    (tmp_path / "c.md").write_text("# C without a block\n")
+    assert results_index.main(["--results", str(tmp_path), "--check"]) == 1
