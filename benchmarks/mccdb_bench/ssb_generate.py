@@ -25,6 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 
+from .harness.cli import conninfo, database_option
+
 GENERATOR_VERSION = "mccdb-ssbgen 1"
 
 MIN_SCALE = Decimal("0.001")
@@ -694,8 +696,9 @@ def load(dsn: str, sf: Decimal, seed: int, jobs: int = 1, part_override: int | N
 
 
 def check(dsn: str, sf: Decimal | None = None, seed: int | None = None,
-          out=sys.stdout) -> list[str]:
-    """Compare row counts with the SSB formulas. Returns the problems found
+          out=sys.stdout, part_rows: int | None = None) -> list[str]:
+    """Compare row counts with the SSB formulas (and, when part_rows is
+    given, the part table's override with it). Returns the problems found
     (empty list when all is well) and prints one line per table."""
     problems: list[str] = []
     with connect(dsn) as conn:
@@ -712,6 +715,9 @@ def check(dsn: str, sf: Decimal | None = None, seed: int | None = None,
             problems.append(f"database holds scale {loaded_sf}, not {sf}")
         if seed is not None and int(seed) != loaded_seed:
             problems.append(f"database was loaded with seed {loaded_seed}, not {seed}")
+        if part_rows is not None and part_override != part_rows:
+            problems.append(f"database was loaded with part rows {part_override or 'by the formula'}, "
+                            f"not {part_rows}")
         sf = loaded_sf if sf is None else Decimal(sf)
         card = cardinalities(sf, part_override)
         b = SqlBuilder(card, loaded_seed)
@@ -784,7 +790,7 @@ def _seed(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="ssb_generate.py",
+        prog="python -m mccdb_bench.ssb_generate", parents=[database_option()],
         description="Generate and load Star Schema Benchmark data into "
                     "PostgreSQL (server-side, deterministic per scale and seed), "
                     "then check the row counts.")
@@ -807,7 +813,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"orders per lineorder INSERT (default {DEFAULT_CHUNK_ORDERS:,})")
     p.add_argument("--part-rows", type=_part_rows, default=None,
                    help="number of part rows instead of the SSB formula (to size "
-                        "the PLQ hash tables independently of SF; not spec)")
+                        "the PLQ hash tables independently of SF; not spec); with "
+                        "--check: the database must have been loaded with it")
     p.add_argument("--no-foreign-keys", dest="foreign_keys", action="store_false",
                    help="do not declare the lineorder foreign keys")
     p.add_argument("--progress", choices=["auto", "bar", "lines", "none"],
@@ -819,10 +826,9 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv=None) -> argparse.Namespace:
     p = build_parser()
     args = p.parse_args(argv)
+    args.dsn = conninfo(args.dsn, args.db)
     if not args.check and args.scale is None:
         p.error("--scale is required to load (or use --check)")
-    if args.check and args.part_rows is not None:
-        p.error("--part-rows applies to a load; --check reads it from the database")
     if not args.check and args.seed is None:
         args.seed = DEFAULT_SEED
     return args
@@ -837,7 +843,7 @@ def main(argv=None) -> int:
                  part_override=args.part_rows,
                  chunk_orders=args.chunk_orders, foreign_keys=args.foreign_keys,
                  progress=args.progress)
-        problems = check(args.dsn, args.scale, args.seed)
+        problems = check(args.dsn, args.scale, args.seed, part_rows=args.part_rows)
     except psycopg.OperationalError as e:
         print(f"ssb_generate: cannot connect: {e}".rstrip(), file=sys.stderr)
         return 2

@@ -23,6 +23,8 @@ import time
 
 import psycopg
 
+from .harness.cli import conninfo, database_option
+
 TABLES = {
     "region": """r_regionkey integer not null, r_name char(25) not null,
                  r_comment varchar(152) not null""",
@@ -183,13 +185,14 @@ def load(conn, sf, schema, say, progress=True):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], parents=[database_option()])
     ap.add_argument("--scale", type=float, default=1.0, help="scale factor (default 1)")
     ap.add_argument("--schema", default="public")
     ap.add_argument("--dsn", default="", help="libpq connection string (default: environment)")
     ap.add_argument("--check", action="store_true", help="only check the row counts")
     ap.add_argument("--progress", choices=["lines", "none"], default="lines")
     a = ap.parse_args(argv)
+    a.dsn = conninfo(a.dsn, a.db)
     if not 0 < a.scale <= 100:
         print("error: --scale must be in (0, 100]", file=sys.stderr)
         return 2

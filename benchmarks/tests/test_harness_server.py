@@ -193,3 +193,12 @@ def test_overhead_and_estimation_pages(db, tmp_path):
     md = res.write().read_text()
     # every SSB query and every forced PLQ hash join has a row
     assert "| q1.1 |" in md and "| plq_25 |" in md and "run 1:" in md
+
+
+def test_ssb_check_says_when_the_part_rows_differ(db):
+    from mccdb_bench import ssb_generate
+    from mccdb_bench.harness.cli import conninfo
+    dsn = conninfo("", db)
+    assert ssb_generate.check(dsn, part_rows=None) == []
+    problems = ssb_generate.check(dsn, part_rows=5000)
+    assert any("part rows" in p for p in problems), problems

@@ -110,6 +110,17 @@ def test_parse_args_all_options():
     assert not a.foreign_keys and a.progress == "lines"
 
 
+def test_parse_args_db_sets_the_database_of_the_connection_string():
+    a = g.parse_args(["--check", "--db", "plq", "--dsn", "host=/tmp port=5"])
+    assert "dbname=plq" in a.dsn and "host=/tmp" in a.dsn
+    assert g.parse_args(["--check", "--dsn", "port=5"]).dsn == "port=5"
+
+
+def test_parse_args_check_takes_the_part_rows_the_load_must_have_used():
+    a = g.parse_args(["--check", "--part-rows", "5000"])
+    assert a.check and a.part_rows == 5000
+
+
 @pytest.mark.parametrize("argv", [
     [],                                   # load without --scale
     ["--scale", "0"],
@@ -119,7 +130,6 @@ def test_parse_args_all_options():
     ["--scale", "1", "--progress", "fancy"],
     ["--scale", "1", "--chunk-orders", "0"],
     ["--scale", "1", "--part-rows", "999"],     # below 1000: categories lose their 4%
-    ["--check", "--part-rows", "5000"],        # --check reads it from the database
 ])
 def test_parse_args_rejects_bad_command_lines(argv, capsys):
     with pytest.raises(SystemExit) as e:

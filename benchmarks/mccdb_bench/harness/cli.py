@@ -11,10 +11,24 @@ import argparse
 from . import quiet
 
 
-def common_options():
+def database_option():
+    """--db alone: the loaders' share of the common options."""
     p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--db", default=None, help="database (default: PGDATABASE)")
+    return p
+
+
+def conninfo(dsn, db):
+    """A libpq connection string: dsn, with dbname=db when --db was given."""
+    if not db:
+        return dsn
+    from psycopg.conninfo import make_conninfo
+    return make_conninfo(dsn, dbname=db)
+
+
+def common_options():
+    p = argparse.ArgumentParser(add_help=False, parents=[database_option()])
     g = p.add_argument_group("common options")
-    g.add_argument("--db", default=None, help="database (default: PGDATABASE)")
     g.add_argument("--outdir", default=None, help="where the .md and .png go (default docs/results)")
     g.add_argument("--quiet", action="store_true", help="no progress lines")
     g.add_argument("--no-guard", action="store_true",
