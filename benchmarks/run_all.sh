@@ -5,11 +5,14 @@
 #   MCCDB_BENCH_PORT   port (default 54400)
 #   MCCDB_BENCH_SCALE  SSB/TPC-H scale factor (default 1)
 #   MCCDB_BENCH_LLC    mccdb.llc_size for the experiments (default 8MB)
+#   MCCDB_BENCH_SEC74_SCALE  the SSB scale of section 7.4 at the paper's scale
+#                      (default 8: about 4 min to load, 7.4 GB, 27 min to run)
 set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 PORT=${MCCDB_BENCH_PORT:-54400}
 SF=${MCCDB_BENCH_SCALE:-1}
 LLC=${MCCDB_BENCH_LLC:-8MB}
+SF74=${MCCDB_BENCH_SEC74_SCALE:-8}
 PARTS=$("$MCCDB_PY" -c "print(int(800000 * float('$SF')))")
 cd "$MCCDB_ROOT"
 scripts/pg-cluster.sh start bench --port "$PORT" --set "shared_buffers = 4GB" \
@@ -21,18 +24,22 @@ eval "$(scripts/pg-cluster.sh env bench)"
 load_unless_loaded plq ssb_generate "$SF" --part-rows "$PARTS" --no-foreign-keys
 load_unless_loaded ssb ssb_generate "$SF"
 load_unless_loaded ssb tpch_load "$SF" --schema tpch
-for db in plq ssb; do
+load_unless_loaded ssb8 ssb_generate "$SF74" --jobs 2
+for db in plq ssb ssb8; do
 	"$PG_BINDIR/psql" -X -q -d "$db" -c "create extension if not exists mccdb" -c "alter extension mccdb update"
 done
 bench calibrate_host --db plq --runs 3
+# the commands of the pages in docs/results, with 5 repetitions where they had fewer
 bench fig4 --db plq --rounds 5
-bench fig6 --db plq --reps 5
+bench fig6 --db ssb --reps 5 --plq 1,5,12,25 --name fig6-co-scheduling-sf1
 bench sec73 --db plq --reps 5
+bench sec73 --db plq --reps 5 --cost-slack 1.25 --name sec7.3-plan-selection-slack1.25
 bench sec74 --db ssb --long 5 --rounds 3
+bench sec74 --db ssb8 --long 5 --rounds 3 --name sec7.4-ssb-pairs-sf8
 bench throughput --db ssb --clients 6 --reps 3
 bench pgbench_mix --db ssb --clients 6 --reps 3
-bench learning --db ssb
-bench estimate_accuracy --db ssb
+bench learning --db ssb --queries 200
+bench estimate_accuracy --db ssb --name locality-estimation-ssb-sf1
 bench scheduler_overhead --db ssb
 bench planning_overhead --scale "$SF"
 bench fig5_table2 --db plq

@@ -24,7 +24,7 @@
 #   L1_SIZE (32K) L1_WAYS (8) REPL (lru) COLORS (32, kernel page_colors=)
 #   MEM (1024 MiB) BOOT_TIMEOUT (s) JOBS (2)
 #   SYNC (10000: modeled-time quantum in cycles between the vCPUs, 0 = off)
-#   PG_TPCH (0.05) PG_QUERIES (q01,q03,q05,q06,q09,q18)
+#   PG_TPCH (0.05) PG_QUERIES (q01,q03,q05,q06,q08,q09,q18,q20,q21)
 #   PG_COLORS (32,16,8,4,2) PG_HASH (25,20) PG_INDEX (12,8)
 #   LAT_SEQ (20: cycles of an LLC miss to the line after a recent miss, i.e. a
 #   prefetched stream; 200 = every miss costs the memory latency)
@@ -166,11 +166,12 @@ pg_run() {
 
 # Figure 2: TPC-H queries with the server's memory on fewer colours (pg/cachesens).
 do_pg_fig2() {
-	local queries=${PG_QUERIES:-q01,q03,q05,q06,q09,q18} colors=${PG_COLORS:-32,16,8,4,2}
+	# the paper's Figure 2 (Q1, Q5, Q8, Q9, Q18, Q20, Q21) and Q3, Q6
+	local queries=${PG_QUERIES:-q01,q03,q05,q06,q08,q09,q18,q20,q21} colors=${PG_COLORS:-32,16,8,4,2}
 	[ $QUICK = 1 ] && { queries=q01,q03; colors=32,4; }
 	TESTBOX_TPCH=${PG_TPCH:-0.05} pg_run pg-fig2 pgfig2 llcsim-fig2-tpch.md \
 		"cachesens:$queries:$colors" --tpch "${PG_TPCH:-0.05}" \
-		--cmd "benchmarks/llcsim/run.sh pg-fig2${2:+ $2}"
+		--cmd "${PG_QUERIES:+PG_QUERIES=$PG_QUERIES }${PG_COLORS:+PG_COLORS=$PG_COLORS }benchmarks/llcsim/run.sh pg-fig2${2:+ $2}"
 }
 
 # Figure 6: two hash-join and two index-join PLQs as the policies pair them (pg/corun).

@@ -42,27 +42,29 @@ def find_probes(db):
 
 
 def measure(db, probes, runs, guard, say):
-    """[(target class, co-runner class, median slowdown)] over every pair."""
+    """[(target class, co-runner class, stats.Summary of the slowdowns)] over
+    every pair, the co-run and alone times paired by round."""
     rows = []
     for tc, target in probes.items():
         for cc, corunner in probes.items():
             with guard.measuring(f"{target.name} beside {corunner.name}"):
                 alone, co = pg.alone_vs_corun(target, [corunner], runs, db)
-            s = statistics.median(stats.ratios(co, alone))
+            s = stats.summarize(stats.ratios(co, alone))
             rows.append((tc, cc, s))
-            say(f"{tc:>8} beside {cc:<8}: {s:.2f}x  ({target.name} alone "
+            say(f"{tc:>8} beside {cc:<8}: {s.fmt(2, 'x')}  ({target.name} alone "
                 f"{statistics.median(alone) * 1000:.0f} ms)")
     return rows
 
 
 def store(db, rows):
-    """Replace mccdb_interference with rows and load it; returns the count loaded."""
+    """Replace mccdb_interference with the rows' medians and load it;
+    returns the count loaded."""
     with pg.connect(db) as conn:
         with conn.transaction():
             conn.execute("delete from mccdb_interference")
-            for r in rows:
+            for tc, cc, s in rows:
                 conn.execute("insert into mccdb_interference (target, corunner, slowdown) "
-                             "values (%s, %s, %s)", r)
+                             "values (%s, %s, %s)", (tc, cc, s.median))
         return conn.execute("select mccdb_load_interference()").fetchone()[0]
 
 

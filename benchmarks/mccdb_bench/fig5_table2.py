@@ -2,8 +2,8 @@
 
 They need real cache partitioning. This asks mccdb_partition(); when it
 reports no partitioning back end (no page colours in this kernel, no resctrl),
-the result file says so and the experiment is skipped. The simulation issue
-covers them on this machine.
+the result file says so and the experiment is skipped. On this machine the
+simulator runs them (benchmarks/llcsim/run.sh table2: llcsim-table2.md).
 
     eval "$(scripts/pg-cluster.sh env bench)"
     .venv/bin/python -m mccdb_bench.fig5_table2 --db plq
@@ -28,12 +28,14 @@ def main(argv=None):
     available = backend not in (None, "", "none", "unavailable") and "unavailable" not in (status or "")
     if available:
         msg = (f"partitioning back end `{backend}` is available, but this command does not run the "
-               "partitioned experiments yet (see the simulation issue).")
+               "partitioned experiments (the simulator does: llcsim-table2.md).")
     else:
         msg = "skipped: no page colouring in this kernel (and no resctrl): " + (status or "")
     res.add("\n**" + msg + "**\n")
     res.add("Guest-physical page colours do not select real cache sets on this VM either "
-            "(shared/ENVIRONMENT.md), so even a patched kernel here could only check correctness.\n")
+            "([../machine.md](../machine.md)), so even a patched kernel here could only check correctness; "
+            "Table 2 and Figure 5 come from the simulator: [llcsim-table2](llcsim-table2.md), "
+            "[llcsim-findings](llcsim-findings.md).\n")
     say(msg)
     return res, available
 

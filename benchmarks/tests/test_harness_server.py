@@ -202,3 +202,20 @@ def test_ssb_check_says_when_the_part_rows_differ(db):
     assert ssb_generate.check(dsn, part_rows=None) == []
     problems = ssb_generate.check(dsn, part_rows=5000)
     assert any("part rows" in p for p in problems), problems
+
+
+def test_calibrate_host_writes_the_calibration_page(db, tmp_path, monkeypatch):
+    from mccdb_bench import calibrate_host, llc_knee
+    # a synthetic pointer chase (the real one is timed, and make test is no quiet machine):
+    # 15 ns from 1 to 8 MiB, memory latency from 16 to 64 MiB
+    pts = [(1 << (20 + i), 15.0 if i <= 3 else 110.0) for i in range(7)]
+    monkeypatch.setattr(llc_knee, "measure", lambda: pts)
+    try:
+        res = calibrate_host.main(["--no-guard", "--db", db, "--outdir", str(tmp_path), "--quiet", "--runs", "1"])
+        md = res.write().read_text()
+        assert "**effective LLC 8 MB**" in md
+        assert "| strong | weak |" in md and "mccdb.schedule = 'adaptive'" in md
+    finally:
+        with psycopg.connect(dbname=db, autocommit=True) as c:
+            c.execute("delete from mccdb_interference")
+            c.execute("select mccdb_load_interference()")

@@ -185,7 +185,7 @@ def test_every_command_runs_as_a_module(command):
     assert "usage:" in r.stdout
 
 
-@pytest.mark.parametrize("command", ["calibrate", "estimate_accuracy", "fig4", "fig6", "learning",
+@pytest.mark.parametrize("command", ["calibrate", "calibrate_host", "estimate_accuracy", "fig4", "fig6", "learning",
                                      "pgbench_mix", "planning_overhead", "scheduler_overhead", "sec73",
                                      "sec74", "throughput"])
 def test_every_experiment_shares_the_common_options(command):
@@ -222,3 +222,18 @@ def test_results_index_reads_the_guard_from_the_header(tmp_path):
     assert results_index.main(["--results", str(tmp_path), "--check"]) == 0
     (tmp_path / "c.md").write_text("# C without a block\n")
     assert results_index.main(["--results", str(tmp_path), "--check"]) == 1
+
+
+def test_a_page_measured_again_keeps_its_index_block_with_a_stale_headline(tmp_path):
+    from mccdb_bench import results_index
+    (tmp_path / "x.md").write_text("# X\n\n<!-- results-index\norder: 1\nkind: native\nwhat: w\n"
+                                   "headline: 1.20x\n-->\n")
+    (tmp_path / "README.md").write_text(f"# R\n\n{results_index.BEGIN}\n{results_index.END}\n")
+    res = report.Result("x", "X again", outdir=tmp_path)
+    res.add("new numbers")
+    text = res.write().read_text()
+    assert "new numbers" in text and "headline: " + report.STALE + "1.20x" in text
+    # the index refuses the page until the headline is written again
+    assert results_index.main(["--results", str(tmp_path)]) == 1
+    (tmp_path / "x.md").write_text(text.replace(report.STALE + "1.20x", "1.05x"))
+    assert results_index.main(["--results", str(tmp_path)]) == 0

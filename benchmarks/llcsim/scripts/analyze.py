@@ -9,6 +9,8 @@ import re
 import subprocess
 import sys
 
+from mccdb_bench.harness.report import write_page
+
 KV = re.compile(r'(\w+)=(\S+)')
 
 
@@ -265,8 +267,7 @@ def validate(args, d):
           f'{len(bad)} had pages outside their colours.', '']
     for c in d['colors']:
         L.append(f'- pid {c.get("pid")} {c["what"]} want={c["want"]}: {c["inside"]}/{c["sampled"]} inside')
-    with open(args.out, 'w') as f:
-        f.write('\n'.join(L) + '\n')
+    write_page(args.out, '\n'.join(L) + '\n')
     for ok, what in checks:
         print(f'{"ok" if ok else "not ok"} - {what}')
     return 0 if all(ok for ok, _ in checks) else 1
@@ -393,8 +394,7 @@ def table2(args, d):
     ncol, bad = colors_summary(d)
     L += [f'Colour placement (pagemap samples): {ncol - len(bad)} of {ncol} allocations entirely in their colours.',
           '']
-    with open(args.out, 'w') as f:
-        f.write('\n'.join(L) + '\n')
+    write_page(args.out, '\n'.join(L) + '\n')
     for cl in bad:
         L.append(f'- outside its colours: pid {cl["pid"]} {cl["what"]} want={cl["want"]} '
                  f'{cl["inside"]}/{cl["sampled"]} inside, hist {cl.get("hist")}')
@@ -473,8 +473,7 @@ def pgfig2(args, d):
     ok = args.boot_rc == 0 and bool(byq) and not n_bad
     L += [f'Guest TAP: {n_ok} ok, {n_bad} not ok '
           '(each measured run ended without error; each query returned the same rows on every colour count).', '']
-    with open(args.out, 'w') as f:
-        f.write('\n'.join(L) + '\n')
+    write_page(args.out, '\n'.join(L) + '\n')
     print(f'{"ok" if ok else "not ok"} - pg-fig2: {len(runs)} measured runs, boot-test exit {args.boot_rc}')
     return 0 if ok else 1
 
@@ -560,8 +559,7 @@ def pgfig6(args, d):
     L += [f'Guest TAP: {n_ok} ok, {n_bad} not ok '
           '(every phase ended without error; every query returned under each policy the rows it '
           f'returned alone); phases without counters: {missing}.', '']
-    with open(args.out, 'w') as f:
-        f.write('\n'.join(L) + '\n')
+    write_page(args.out, '\n'.join(L) + '\n')
     print(f'{"ok" if ok else "not ok"} - pg-fig6: {len(phases)} phases, boot-test exit {args.boot_rc}')
     return 0 if ok else 1
 

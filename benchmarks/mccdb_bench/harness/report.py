@@ -2,10 +2,15 @@
 import datetime
 import os
 import pathlib
+import re
 import shlex
 import sys
 
 from ..paths import RESULTS, ROOT
+
+# The page's entry in docs/results/README.md (mccdb_bench.results_index).
+INDEX_BLOCK = re.compile(r"<!--\s*results-index\s*\n(.*?)-->", re.S)
+STALE = "STALE, from the run before this one: "
 from . import machine
 
 
@@ -58,6 +63,19 @@ def command_line():
             arg0 = os.path.relpath(os.path.abspath(arg0), ROOT)
         argv = [arg0]
     return ".venv/bin/python " + " ".join(shlex.quote(a) for a in argv + sys.argv[1:])
+
+
+def write_page(path, text):
+    """Write a results page.  A results-index block of the page's earlier
+    version (docs/results/README.md is made from it) is kept, its headline
+    marked stale: the index refuses it until someone writes the new one."""
+    path = pathlib.Path(path)
+    old = INDEX_BLOCK.search(path.read_text()) if path.exists() else None
+    if old:
+        block = re.sub(r"^headline: (?!STALE)", "headline: " + STALE, old.group(0), flags=re.M)
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text)
+    return path
 
 
 class Result:
@@ -121,10 +139,9 @@ class Result:
         return self.header() + "\n".join(self.body)
 
     def write(self):
+        """Write NAME.md (write_page())."""
         self.outdir.mkdir(parents=True, exist_ok=True)
-        path = self.outdir / f"{self.name}.md"
-        path.write_text(self.text())
-        return path
+        return write_page(self.outdir / f"{self.name}.md", self.text())
 
 
 def fmt_bytes(b):
