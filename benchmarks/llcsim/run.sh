@@ -22,7 +22,7 @@
 #
 # Environment: LLC_SIZE (2M) LLC_WAYS (16) L2_SIZE (256K) L2_WAYS (8)
 #   L1_SIZE (32K) L1_WAYS (8) REPL (lru) COLORS (32, kernel page_colors=)
-#   MEM (1024 MiB) BOOT_TIMEOUT (s) JOBS (2)
+#   MEM (1024 MiB) BOOT_TIMEOUT (s) JOBS (2) TABLE2_REPS (3)
 #   SYNC (10000: modeled-time quantum in cycles between the vCPUs, 0 = off)
 #   PG_TPCH (0.05) PG_QUERIES (q01,q03,q05,q06,q08,q09,q18,q20,q21)
 #   PG_COLORS (32,16,8,4,2) PG_HASH (25,20) PG_INDEX (12,8)
@@ -121,29 +121,36 @@ do_table2() {
 	default) ml="hash/$n_ml/$probes"; out=llcsim-table2-default-alloc.md ;;
 	disjoint) out=llcsim-table2-disjoint.md ;;
 	esac
-	local list="" tag=300 k c
-	list+=" llcsim:run:$ml:$((tag++))"
-	list+=" llcsim:run:$ml/pc=0-3/pref:$((tag++))"
-	list+=" llcsim:run:stream/32768/$lines:$((tag++))"
-	list+=" llcsim:run:stream/32768/$lines/c=0-3/pref:$((tag++))"
-	list+=" llcsim:run:hash/$n_wl/$wprobes:$((tag++))"
-	list+=" llcsim:run:hash/$n_wl/$wprobes/c=0-3/pref:$((tag++))"
-	for k in 32 16 8 4; do
-		if [ "$k" = "$COLORS" ]; then c=all; else c=0-$((k - 1)); fi
-		if [ "${TABLE2_VARIANT:-bound}" = disjoint ]; then
-			if [ "$k" = "$COLORS" ]; then ml="hash/$n_ml/$probes/c=0-$((COLORS - 1))"
-			else ml="hash/$n_ml/$probes/c=$k-$((COLORS - 1))"; fi
-		fi
-		list+=" llcsim:pair:$ml/pc=$c/pref:stream/32768/0/c=$c/pref:$tag:$((tag + 1))"
-		tag=$((tag + 2))
-		list+=" llcsim:pair:$ml/pc=$c/pref:hash/$n_wl/0/c=$c/pref:$tag:$((tag + 1))"
-		tag=$((tag + 2))
+	# TABLE2_REPS repetitions in one boot; repetition r uses tags
+	# 300 + 40 r ..., its runs in an order of their own (shuf seeded by r).
+	local list="" reps=${TABLE2_REPS:-3} r tag k c rep ml_alone=$ml
+	[ $QUICK = 1 ] && reps=1
+	for r in $(seq 0 $((reps - 1))); do
+		tag=$((300 + 40 * r)) rep="" ml=$ml_alone
+		rep+=" llcsim:run:$ml:$((tag++))"
+		rep+=" llcsim:run:$ml/pc=0-3/pref:$((tag++))"
+		rep+=" llcsim:run:stream/32768/$lines:$((tag++))"
+		rep+=" llcsim:run:stream/32768/$lines/c=0-3/pref:$((tag++))"
+		rep+=" llcsim:run:hash/$n_wl/$wprobes:$((tag++))"
+		rep+=" llcsim:run:hash/$n_wl/$wprobes/c=0-3/pref:$((tag++))"
+		for k in 32 16 8 4; do
+			if [ "$k" = "$COLORS" ]; then c=all; else c=0-$((k - 1)); fi
+			if [ "${TABLE2_VARIANT:-bound}" = disjoint ]; then
+				if [ "$k" = "$COLORS" ]; then ml="hash/$n_ml/$probes/c=0-$((COLORS - 1))"
+				else ml="hash/$n_ml/$probes/c=$k-$((COLORS - 1))"; fi
+			fi
+			rep+=" llcsim:pair:$ml/pc=$c/pref:stream/32768/0/c=$c/pref:$tag:$((tag + 1))"
+			tag=$((tag + 2))
+			rep+=" llcsim:pair:$ml/pc=$c/pref:hash/$n_wl/0/c=$c/pref:$tag:$((tag + 1))"
+			tag=$((tag + 2))
+		done
+		list+=" $(printf '%s\n' $rep | shuf --random-source=<(yes "$r") | tr '\n' ' ')"
 	done
 	read -r serial simout rc secs < <(boot table2 "$list" "${BOOT_TIMEOUT:-5400}")
 	mkdir -p "$results"
 	"$py" "$here/scripts/analyze.py" table2 --serial "$serial" --sim "$simout" \
 		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --out "$results/$out" \
-		--cmd "${TABLE2_VARIANT:+TABLE2_VARIANT=$TABLE2_VARIANT }benchmarks/llcsim/run.sh table2${2:+ $2}"
+		--cmd "${TABLE2_VARIANT:+TABLE2_VARIANT=$TABLE2_VARIANT }${TABLE2_REPS:+TABLE2_REPS=$TABLE2_REPS }benchmarks/llcsim/run.sh table2${2:+ $2}"
 }
 
 # pg_run NAME MODE REPORT LIST [analyze.py args]: the test box image

@@ -1,0 +1,90 @@
+"""llcsim's Table 2 analysis over repetitions (benchmarks/llcsim/scripts/analyze.py).
+
+The guest run takes ten minutes under QEMU TCG, so this feeds the analysis a
+serial log and a plugin log in the formats the guest program and the plugin
+print, with known cycle counts, and checks the per-repetition ratios and
+their median (min-max)."""
+import pathlib
+import subprocess
+import sys
+
+ANALYZE = pathlib.Path(__file__).resolve().parents[1] / "llcsim" / "scripts" / "analyze.py"
+ML = "hash/26453/400000/c=0-31"
+WL = "hash/264534/400000"
+
+
+def dump(tag, cycles, units_acc=1000):
+    return (f"dump seq={tag} tag={tag} vcpu=0 u_insns=100 u_acc={units_acc} u_l1m=500 u_l2m=400 "
+            f"u_llcm=100 u_seqm=0 u_cycles={cycles} k_insns=0 k_acc=0 k_l1m=0 k_l2m=0 k_llcm=0 "
+            f"k_seqm=0 k_cycles=0 acc_by_vcpu={units_acc}/0")
+
+
+def write_logs(tmp, victim_slowdowns):
+    """One repetition per entry of victim_slowdowns (ML_HJ time over alone
+    in every co-run of that repetition); the co-runners run at 2x alone."""
+    ser, sim = ["=== PCTEST cmdline: page_colors=32", "=== PCTEST cpus: 2"], ["config colors=32 line=64"]
+    for r, slow in enumerate(victim_slowdowns):
+        tag = 300 + 40 * r
+        alone = [(ML, 1000), (ML + "/pc=0-3/pref", 1000), ("stream/32768/800000", 800),
+                 ("stream/32768/800000/c=0-3/pref", 800), (WL, 3000), (WL + "/c=0-3/pref", 3000)]
+        for spec, cycles in alone:
+            ser.append(f"=== PCTEST RUN llcsim run {spec} {tag}")
+            ser.append(f"LLCSIM-RUN tag={tag} role=alone spec={spec} units=100 cpu=0 sink=1")
+            sim.append(dump(tag, cycles * 1000))
+            tag += 1
+        for k in (32, 16, 8, 4):
+            c = "all" if k == 32 else f"0-{k - 1}"
+            for co, co_cycles in ((f"stream/32768/0/c={c}/pref", 800), (f"hash/264534/0/c={c}/pref", 3000)):
+                ser.append(f"=== PCTEST RUN llcsim pair {ML}/pc={c}/pref {co} {tag} {tag + 1}")
+                ser.append(f"LLCSIM-RUN tag={tag + 1} role=aggressor spec={co} units=50 cpu=1 sink=1")
+                ser.append(f"LLCSIM-RUN tag={tag} role=victim spec={ML}/pc={c}/pref units=100 cpu=0 sink=1")
+                sim.append(dump(tag, int(1000 * 1000 * slow)))
+                sim.append(dump(tag + 1, co_cycles * 1000))   # 50 units in the time of 100 alone: 2x
+                tag += 2
+    (tmp / "t.serial.log").write_text("\n".join(ser) + "\n")
+    (tmp / "t.sim.log").write_text("\n".join(sim) + "\n")
+
+
+def analyze(tmp):
+    out = tmp / "llcsim-table2.md"
+    p = subprocess.run([sys.executable, str(ANALYZE), "table2", "--serial", str(tmp / "t.serial.log"),
+                        "--sim", str(tmp / "t.sim.log"), "--boot-rc", "0", "--secs", "1",
+                        "--llc-kib", "2048", "--out", str(out), "--cmd", "test"],
+                       capture_output=True, text=True)
+    return p, out.read_text() if out.exists() else ""
+
+
+def corun_rows(page):
+    return [ln for ln in page.splitlines() if ln.startswith("| stream |") or ln.startswith("| WL_HJ |")]
+
+
+def test_three_repetitions_give_median_and_range(tmp_path):
+    write_logs(tmp_path, [1.2, 1.4, 1.3])
+    p, page = analyze(tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "ok - table2: 24 co-runs in 3 repetitions" in p.stdout
+    rows = corun_rows(page)
+    assert len(rows) == 8
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[2] == "3"                       # runs
+        assert cells[5] == "1.30x (1.20-1.40)"       # ML_HJ vs alone
+        assert cells[9] == "2.00x (2.00-2.00)"       # co-runner vs alone
+    assert (tmp_path / "llcsim-table2.png").stat().st_size > 0
+
+
+def test_one_repetition_prints_the_value_alone(tmp_path):
+    write_logs(tmp_path, [1.25])
+    p, page = analyze(tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert [c.strip() for c in corun_rows(page)[0].strip("|").split("|")][5] == "1.25x"
+
+
+def test_a_missing_co_run_fails_the_analysis(tmp_path):
+    write_logs(tmp_path, [1.2, 1.4])
+    sim = tmp_path / "t.sim.log"
+    lines = sim.read_text().splitlines()
+    sim.write_text("\n".join(ln for ln in lines if " tag=350 " not in ln) + "\n")
+    p, _ = analyze(tmp_path)
+    assert p.returncode == 1
+    assert "not ok - table2: 15 co-runs in 2 repetitions" in p.stdout
