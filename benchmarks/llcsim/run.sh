@@ -1,7 +1,7 @@
 #!/bin/bash
 # llcsim: shared-LLC simulator (QEMU TCG plugin) for the page colouring kernel.
 #
-# usage: benchmarks/llcsim/run.sh {build|unit|validate|table2|pg-fig2|pg-fig6|all} [--quick]
+# usage: benchmarks/llcsim/run.sh {build|unit|validate|mlp|table2|pg-fig2|pg-fig6|all} [--quick]
 #   build     plugin (fetches qemu-plugin.h of the installed QEMU from Debian's
 #             source package on first use), static guest program, host unit
 #             test, patched kernel (kernel-patch/scripts/kernel-tree.sh build guest)
@@ -10,6 +10,12 @@
 #             address check, working-set sweep, shared vs disjoint colours;
 #             writes docs/results/llcsim-validation.md (+ .png); fails on a
 #             wrong answer
+#   mlp       the miss-overlap (memory-level parallelism) model against this
+#             machine: pointer chase, independent random loads and a stream
+#             timed natively (guarded, 5 rounds) and simulated with ROB/MSHR;
+#             writes docs/results/llcsim-mlp.md; fails when the model misses
+#             a known answer (a chase never overlaps, random loads do).
+#             --quick: no native timing, smaller runs (make test)
 #   table2    Table 2 / Figure 5 experiment; writes docs/results/llcsim-table2.md
 #   pg-fig2   Figure 2 with PostgreSQL in the guest (the test box image of
 #             scripts/testbox/mkimage.sh, TPC-H SF $PG_TPCH): TPC-H queries
@@ -28,6 +34,9 @@
 #   PG_COLORS (32,16,8,4,2) PG_HASH (25,20) PG_INDEX (12,8)
 #   LAT_SEQ (20: cycles of an LLC miss to the line after a recent miss, i.e. a
 #   prefetched stream; 200 = every miss costs the memory latency)
+#   ROB (0) MSHR (24): independent LLC misses within ROB instructions overlap,
+#   at most MSHR at once (the guest RAM is then a file in /dev/shm); ROB 0 =
+#   additive timing, every miss costs the full latency; mlp uses ROB_MLP (320)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -42,6 +51,7 @@ L2_SIZE=${L2_SIZE:-256K} L2_WAYS=${L2_WAYS:-8}
 L1_SIZE=${L1_SIZE:-32K} L1_WAYS=${L1_WAYS:-8}
 REPL=${REPL:-lru} COLORS=${COLORS:-32} MEM=${MEM:-1024}
 SYNC=${SYNC:-10000} LAT_SEQ=${LAT_SEQ:-20}
+ROB=${ROB:-0} MSHR=${MSHR:-24}
 QUICK=0
 [ "${2:-}" = --quick ] && QUICK=1
 
@@ -78,10 +88,17 @@ boot() {
 		"$kp/scripts/mkinitramfs.sh" -o "$initrd" -t "$build/guest" -T "${PROG_TIMEOUT:-600}" -l "$list" >&2
 	local parg="$build/libllcsim.so,llc=$LLC_SIZE,llc_ways=$LLC_WAYS,l2=$L2_SIZE,l2_ways=$L2_WAYS"
 	parg+=",l1=$L1_SIZE,l1_ways=$L1_WAYS,line=64,repl=$REPL,sync=$SYNC,lat_seq=$LAT_SEQ,out=$simout"
-	local t0=$SECONDS rc=0
-	PATH="$here/scripts/qemu-wrap:$PATH" LLCSIM_PLUGIN_ARG="$parg" \
+	local t0=$SECONDS rc=0 ram=
+	if [ "$ROB" != 0 ]; then
+		# the guest RAM in a file the plugin maps, for the values of missed loads
+		ram=$(mktemp /dev/shm/llcsim-ram.XXXXXX)
+		truncate -s "${MEM}M" "$ram"
+		parg+=",rob=$ROB,mshr=$MSHR,ram=$ram"
+	fi
+	PATH="$here/scripts/qemu-wrap:$PATH" LLCSIM_PLUGIN_ARG="$parg" LLCSIM_RAM="$ram" \
 		"$kp/scripts/boot-test.sh" -k "$kernel" -i "$initrd" -o "$serial" \
 		-e any -m "$MEM" -s 2 -t "$timeout" -a "page_colors=$COLORS" >&2 || rc=$?
+	[ -z "$ram" ] || rm -f "$ram"
 	log "$name: guest run took $((SECONDS - t0)) s (boot-test exit $rc)"
 	echo "$serial $simout $rc $((SECONDS - t0))"
 }
@@ -101,6 +118,26 @@ do_validate() {
 	"$py" "$here/scripts/analyze.py" validate --serial "$serial" --sim "$simout" \
 		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --out "$results/llcsim-validation.md" \
 		--cmd "benchmarks/llcsim/run.sh validate${2:+ $2}"
+}
+
+# The miss-overlap model: the same three loops natively (guarded) and in
+# the simulator with ROB_MLP/MSHR; known answers checked by analyze.py mlp.
+do_mlp() {
+	local kib ws loads=1000000 native=$build/mlp-native.json
+	kib=$(llc_kib)
+	ws=$((kib * 32))
+	[ $QUICK = 1 ] && { ws=$((kib * 8)); loads=200000; }
+	rm -f "$native"
+	[ $QUICK = 1 ] || "$py" -m mccdb_bench.llcsim_native --binary "$build/guest/llcsim" \
+		--kib "${NATIVE_KIB:-262144}" --loads 4000000 --reps 5 --out "$native"
+	local list="llcsim:run:chase/$ws/1:400 llcsim:run:rand/$ws/$loads:401 llcsim:run:stream/$ws/$loads:402"
+	read -r serial simout rc secs < <(ROB=${ROB_MLP:-320} boot mlp "$list" "${BOOT_TIMEOUT:-1800}")
+	mkdir -p "$results"
+	local nat=()
+	[ -f "$native" ] && nat=(--native "$native")
+	"$py" "$here/scripts/analyze.py" mlp --serial "$serial" --sim "$simout" \
+		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --out "$results/llcsim-mlp.md" \
+		"${nat[@]}" --cmd "benchmarks/llcsim/run.sh mlp${2:+ $2}"
 }
 
 do_table2() {
@@ -191,6 +228,7 @@ case "${1:-}" in
 build) do_build ;;
 unit) do_unit ;;
 validate) do_build; do_validate "$@" ;;
+mlp) do_build; do_mlp "$@" ;;
 table2) do_build; do_table2 "$@" ;;
 pg-fig2) do_build; do_pg_fig2 "$@" ;;
 pg-fig6) do_build; do_pg_fig6 "$@" ;;

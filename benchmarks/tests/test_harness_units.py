@@ -172,7 +172,7 @@ def test_backend_cpu_reads_schedstat():
 
 
 COMMANDS = ["calibrate", "calibrate_host", "estimate_accuracy", "fig4", "fig5_table2", "fig6", "learning",
-            "llc_knee", "make_plq", "make_ssb_query_tests", "pgbench_mix", "planning_overhead",
+            "llc_knee", "llcsim_native", "make_plq", "make_ssb_query_tests", "pgbench_mix", "planning_overhead",
             "results_index", "scheduler_overhead", "sec73", "sec74", "ssb_generate", "throughput", "tpch_load"]
 
 

@@ -9,6 +9,10 @@
  *   llcsim pair VSPEC ASPEC TAGV TAGA
  *                                 victim (CPU 0, fixed work) and aggressor
  *                                 (CPU 1, runs until the victim is done)
+ *   llcsim time SPEC              the same work natively: wall-clock ns per
+ *                                 unit (data on transparent huge pages, so
+ *                                 that TLB misses, which the simulator does
+ *                                 not model, stay out of the time)
  *   llcsim op begin|end|resume|flush [TAG]
  *                                 one control command on the CPU this runs
  *                                 on, for a region another process (e.g. a
@@ -17,6 +21,9 @@
  * SPEC = kind/a/b[/c=LIST][/pc=LIST][/pk=KIB]   ('/' separated; LIST like 0-15)
  *   chase/KIB/PASSES     random cyclic pointer chase, one node per 64 B line
  *   stream/KIB/LINES     sequential read, one 8-byte word per 64 B line
+ *   rand/KIB/LOADS       independent random loads, one 8-byte word of a
+ *                        random 64 B line each (the address comes from a
+ *                        generator in registers, never from a loaded value)
  *   hash/ENTRIES/PROBES  hash-join probe loop: bucket array (4 B) + chained
  *                        32 B entries, probe keys read sequentially from a
  *                        pk-KiB array (default 8192) of random existing keys
@@ -32,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,7 +47,7 @@
 #include "pagecolor.h"
 #include "llcsim_guest.h"
 
-enum kind { K_CHASE, K_STREAM, K_HASH };
+enum kind { K_CHASE, K_STREAM, K_HASH, K_RAND };
 
 struct entry { uint64_t key, payload; uint32_t next, pad[3]; };
 
@@ -53,6 +61,7 @@ struct work {
 	/* data */
 	void **chase; size_t nlines; void **cur;
 	uint64_t *stream; size_t nwords, pos;
+	uint64_t rstate;
 	uint32_t *buckets; struct entry *ent; unsigned bshift;
 	uint64_t *keys; size_t nkeys, kpos;
 	uint64_t sink;
@@ -72,11 +81,15 @@ static void die(const char *m)
 	exit(1);
 }
 
+static int huge_pages;	/* `time`: ask for transparent huge pages */
+
 static void *alloc(size_t bytes)
 {
 	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		die("mmap");
+	if (huge_pages)
+		madvise(p, bytes, MADV_HUGEPAGE);
 	return p;
 }
 
@@ -102,6 +115,7 @@ static void parse_spec(struct work *w, const char *spec)
 			if (!strcmp(tok, "chase")) w->kind = K_CHASE;
 			else if (!strcmp(tok, "stream")) w->kind = K_STREAM;
 			else if (!strcmp(tok, "hash")) w->kind = K_HASH;
+			else if (!strcmp(tok, "rand")) w->kind = K_RAND;
 			else { fprintf(stderr, "llcsim: bad kind %s\n", tok); exit(2); }
 		} else if (!strncmp(tok, "c=", 2)) {
 			snprintf(w->colors, sizeof(w->colors), "%s", tok + 2);
@@ -187,11 +201,13 @@ static void setup(struct work *w)
 		break;
 	}
 	case K_STREAM:
+	case K_RAND:
 		w->nwords = (size_t)w->a * 1024 / 8;
 		w->stream = alloc(w->nwords * 8);
 		for (i = 0; i < w->nwords; i++)
 			w->stream[i] = i;
-		report_colors("stream", w->stream, w->nwords * 8, w->colors);
+		w->rstate = 1;
+		report_colors(w->kind == K_RAND ? "rand" : "stream", w->stream, w->nwords * 8, w->colors);
 		break;
 	case K_HASH: {
 		size_t n = (size_t)w->a, nb = 1;
@@ -250,6 +266,16 @@ static void step(struct work *w, long units)
 		w->sink = s;
 		break;
 	}
+	case K_RAND: {
+		uint64_t s = w->sink, x = w->rstate, nl = w->nwords / 8;
+		for (u = 0; u < units; u++) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			s += w->stream[((x >> 32) * nl >> 32) * 8];
+		}
+		w->rstate = x;
+		w->sink = s;
+		break;
+	}
 	case K_HASH: {
 		uint64_t s = w->sink;
 		size_t kp = w->kpos;
@@ -284,6 +310,7 @@ static long warm_units(const struct work *w)
 	switch (w->kind) {
 	case K_CHASE: return 2 * (long)w->nlines;
 	case K_STREAM: return 0;
+	case K_RAND: return w->b / 4;
 	case K_HASH: return w->b / 4;
 	}
 	return 0;
@@ -309,6 +336,29 @@ static void run_fixed(struct work *w, int tag, const char *role)
 	printf("LLCSIM-RUN tag=%d role=%s spec=%s units=%ld cpu=%d sink=%llu\n", tag, role,
 	       w->spec, units, sched_getcpu(), (unsigned long long)(w->sink + (uintptr_t)w->cur % 2));
 	fflush(stdout);
+}
+
+/* `time SPEC`: the fixed work natively, wall-clock ns per unit. */
+static int cmd_time(const char *spec)
+{
+	struct work w;
+	struct timespec t0, t1;
+	long units;
+	double ns;
+
+	huge_pages = 1;
+	pin(0);
+	parse_spec(&w, spec);
+	setup(&w);
+	units = fixed_units(&w);
+	step(&w, warm_units(&w));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	step(&w, units);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ns = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
+	printf("LLCSIM-TIME spec=%s units=%ld ns=%.0f ns_per_unit=%.3f sink=%llu\n", spec, units, ns,
+	       ns / units, (unsigned long long)(w.sink + (uintptr_t)w.cur % 2));
+	return 0;
 }
 
 static int cmd_phys(int n)
@@ -455,6 +505,8 @@ int main(int argc, char **argv)
 		run_fixed(&w, atoi(argv[3]), "alone");
 		return 0;
 	}
+	if (argc >= 3 && !strcmp(argv[1], "time"))
+		return cmd_time(argv[2]);
 	if (argc >= 6 && !strcmp(argv[1], "pair"))
 		return cmd_pair(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));
 	if (argc >= 3 && !strcmp(argv[1], "op")) {
@@ -470,6 +522,6 @@ int main(int argc, char **argv)
 		}
 	}
 	fprintf(stderr, "usage: llcsim phys N | sweep LLC_KIB TAG0 | run SPEC TAG | "
-		"pair VSPEC ASPEC TAGV TAGA | op begin|end|resume|flush [TAG]\n");
+		"pair VSPEC ASPEC TAGV TAGA | time SPEC | op begin|end|resume|flush [TAG]\n");
 	return 2;
 }

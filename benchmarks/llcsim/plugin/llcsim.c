@@ -38,6 +38,17 @@
  *   cpi=1.0 lat_l2=12 lat_llc=40 lat_mem=200 (timing model, printed cycles)
  *   lat_seq=200: cost of an LLC miss to the line after one of the vCPU's last
  *     4 LLC-missed lines (a stream a prefetcher would cover); = lat_mem: off
+ *   rob=W mshr=M ram=FILE: overlap of independent LLC misses (memory-level
+ *     parallelism), after the interval model of an out-of-order core: a miss
+ *     that comes within W instructions of the first miss of the current
+ *     group, while fewer than M misses are outstanding, costs no extra time,
+ *     unless it depends on one of them: its virtual address lies in the
+ *     64 bytes from a value one of the group's missed loads read (a pointer
+ *     followed, as in a pointer chase or a hash chain).  The values are read
+ *     from the guest RAM, which QEMU keeps in FILE (memory-backend-file,
+ *     share=on; guest-physical address = file offset, so -m must stay below
+ *     the PCI hole).  rob=0 (default): every miss costs lat_mem (additive).
+ *     Index-linked structures (next = array index) look independent.
  *   sync=Q (cycles, 0 = off): modeled-time synchronisation - a vCPU whose
  *     modeled clock is more than Q cycles ahead of another running vCPU's
  *     waits (sched_yield) until that one catches up, at most 50 ms per wait
@@ -52,6 +63,10 @@
 #include <string.h>
 #include <time.h>
 #include <sched.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <qemu-plugin.h>
 
@@ -68,8 +83,9 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define MAX_TAGS	4096
 #define NLOCKS		1024
 #define KERNEL_VADDR	0xffff800000000000ull
+#define MAX_MSHR	64
 
-enum { F_INSNS, F_ACC, F_L1M, F_L2M, F_LLCM, F_SEQM, NF };
+enum { F_INSNS, F_ACC, F_L1M, F_L2M, F_LLCM, F_SEQM, F_OVLM, NF };
 enum { M_USER, M_KERNEL, NM };
 
 struct vcpu {
@@ -82,6 +98,10 @@ struct vcpu {
 	int idle;			/* halted (atomic) */
 	uint64_t miss_line[4];		/* recent LLC-missed lines */
 	unsigned miss_pos;
+	uint64_t icount;		/* instructions executed */
+	uint64_t grp_start;		/* icount at the current miss group's first miss */
+	unsigned grp_n;			/* misses outstanding in the group */
+	uint64_t grp_val[MAX_MSHR];	/* the values its missed loads read */
 	uint64_t waits, wait_timeouts;
 	char pad[64];
 };
@@ -94,12 +114,15 @@ static struct {
 	bool tagged;
 	double cpi, lat_l2, lat_llc, lat_mem, lat_seq;
 	uint64_t sync;			/* quantum, centicycles; 0 = off */
-	char *out;
+	uint64_t rob;			/* instruction window; 0 = no overlap */
+	unsigned mshr;			/* outstanding misses */
+	char *out, *ram;
 } cfg = {
 	.l1 = 32 << 10, .l2 = 256 << 10, .llc = 2 << 20,
 	.l1_ways = 8, .l2_ways = 8, .llc_ways = 16, .line = 64,
 	.repl = CM_LRU, .seed = 1, .tagged = false,
 	.cpi = 1.0, .lat_l2 = 12, .lat_llc = 40, .lat_mem = 200, .lat_seq = -1,
+	.mshr = 10,
 };
 /* integer centicycle versions for the clocks */
 static uint64_t c_cpi, c_l2, c_llc, c_mem, c_seq;
@@ -111,6 +134,8 @@ static int nvcpus;
 static FILE *out;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t seq;
+static const unsigned char *ram;	/* guest RAM (cfg.ram), read only */
+static uint64_t ram_size;
 
 static inline void lock_set(uint32_t s)
 {
@@ -123,6 +148,41 @@ static inline void lock_set(uint32_t s)
 static inline void unlock_set(uint32_t s)
 {
 	__atomic_clear(&llc_lock[s & (NLOCKS - 1)], __ATOMIC_RELEASE);
+}
+
+/* The 8 bytes a load at guest-physical pa read; 0 when RAM is not mapped. */
+static uint64_t ram_value(uint64_t pa)
+{
+	uint64_t val = 0;
+
+	if (ram && pa + sizeof(val) <= ram_size)
+		memcpy(&val, ram + pa, sizeof(val));
+	return val;
+}
+
+/*
+ * Memory-level parallelism (cfg.rob): does this LLC miss overlap the
+ * outstanding group (true: no extra time), or does it open a new group
+ * (false: the caller charges lat_mem)?  Either way it joins the group.
+ */
+static bool miss_overlaps(struct vcpu *v, uint64_t vaddr, uint64_t pa, bool store)
+{
+	uint64_t val = store ? 0 : ram_value(pa);
+	bool overlap = false;
+	unsigned int j;
+
+	if (cfg.rob && v->grp_n && v->grp_n < cfg.mshr && v->icount - v->grp_start < cfg.rob) {
+		overlap = true;
+		for (j = 0; j < v->grp_n; j++)
+			if (v->grp_val[j] && vaddr - v->grp_val[j] < 64)
+				overlap = false;	/* follows a pointer still in flight */
+	}
+	if (!overlap) {
+		v->grp_start = v->icount;
+		v->grp_n = 0;
+	}
+	v->grp_val[v->grp_n++] = val;
+	return overlap;
 }
 
 static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
@@ -177,9 +237,14 @@ static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
 		for (j = 0; j < 4; j++)
 			seqm |= v->miss_line[j] + 1 == line;
 		v->miss_line[v->miss_pos++ & 3] = line;
-		if (seqm)
+		if (seqm) {
 			s[F_SEQM]++;
-		__atomic_store_n(&v->clock, v->clock + (seqm ? c_seq : c_mem), __ATOMIC_RELAXED);
+			__atomic_store_n(&v->clock, v->clock + c_seq, __ATOMIC_RELAXED);
+		} else if (miss_overlaps(v, vaddr, pa, qemu_plugin_mem_is_store(info))) {
+			s[F_OVLM]++;
+		} else {
+			__atomic_store_n(&v->clock, v->clock + c_mem, __ATOMIC_RELAXED);
+		}
 	}
 }
 
@@ -236,6 +301,7 @@ static void vcpu_tb_exec(unsigned int idx, void *ud)
 		return;
 	v = &vcpus[idx];
 	v->stats[v->tag][d >> 31][F_INSNS] += d & 0x7fffffff;
+	v->icount += d & 0x7fffffff;
 	if (__atomic_load_n(&v->idle, __ATOMIC_RELAXED)) {
 		/* woke up: time went on while halted */
 		uint64_t m = min_other_clock(idx);
@@ -252,7 +318,7 @@ static double cycles_of(const uint64_t *f)
 {
 	return f[F_INSNS] * cfg.cpi + (double)(f[F_L1M] - f[F_L2M]) * cfg.lat_l2 +
 	       (double)(f[F_L2M] - f[F_LLCM]) * cfg.lat_llc +
-	       (double)(f[F_LLCM] - f[F_SEQM]) * cfg.lat_mem + (double)f[F_SEQM] * cfg.lat_seq;
+	       (double)(f[F_LLCM] - f[F_SEQM] - f[F_OVLM]) * cfg.lat_mem + (double)f[F_SEQM] * cfg.lat_seq;
 }
 
 static void dump_tag(unsigned int ender, uint32_t tag)
@@ -278,9 +344,11 @@ static void dump_tag(unsigned int ender, uint32_t tag)
 	for (m = 0; m < NM; m++) {
 		const char *p = m == M_USER ? "u" : "k";
 		fprintf(out, " %s_insns=%" PRIu64 " %s_acc=%" PRIu64 " %s_l1m=%" PRIu64
-			" %s_l2m=%" PRIu64 " %s_llcm=%" PRIu64 " %s_seqm=%" PRIu64 " %s_cycles=%.0f",
+			" %s_l2m=%" PRIu64 " %s_llcm=%" PRIu64 " %s_seqm=%" PRIu64 " %s_ovlm=%" PRIu64
+			" %s_cycles=%.0f",
 			p, sum[m][F_INSNS], p, sum[m][F_ACC], p, sum[m][F_L1M],
-			p, sum[m][F_L2M], p, sum[m][F_LLCM], p, sum[m][F_SEQM], p, cycles_of(sum[m]));
+			p, sum[m][F_L2M], p, sum[m][F_LLCM], p, sum[m][F_SEQM], p, sum[m][F_OVLM],
+			p, cycles_of(sum[m]));
 	}
 	fprintf(out, " acc_by_vcpu=%s\n", per);
 	fflush(out);
@@ -447,7 +515,41 @@ static int parse_arg(const char *a)
 		cfg.sync = strtoull(val, NULL, 0) * 100;
 		return 0;
 	}
+	if (!strcmp(key, "rob")) {
+		cfg.rob = strtoull(val, NULL, 0);
+		return 0;
+	}
+	if (!strcmp(key, "mshr"))
+		return (cfg.mshr = (unsigned int)atoi(val)) >= 1 && cfg.mshr <= MAX_MSHR ? 0 : -1;
+	if (!strcmp(key, "ram")) {
+		cfg.ram = strdup(val);
+		return 0;
+	}
 	return -1;
+}
+
+/* Map QEMU's guest RAM file (read only) to read the values of missed loads. */
+static int map_ram(const char *path)
+{
+	struct stat st;
+	void *p;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || fstat(fd, &st)) {
+		perror(path);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		perror(path);
+		return -1;
+	}
+	ram = p;
+	ram_size = (uint64_t)st.st_size;
+	return 0;
 }
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
@@ -468,6 +570,12 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 	}
 	if (cfg.lat_seq < 0)
 		cfg.lat_seq = cfg.lat_mem;
+	if (cfg.rob && !cfg.ram) {
+		fprintf(stderr, "llcsim: rob= needs ram= (the guest RAM file) to see dependent misses\n");
+		return -1;
+	}
+	if (cfg.ram && map_ram(cfg.ram))
+		return -1;
 	c_cpi = (uint64_t)(cfg.cpi * 100 + 0.5);
 	c_l2 = (uint64_t)(cfg.lat_l2 * 100 + 0.5);
 	c_llc = (uint64_t)(cfg.lat_llc * 100 + 0.5);
@@ -502,11 +610,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 	}
 	fprintf(out, "config l1=%" PRIu64 "/%u l2=%" PRIu64 "/%u llc=%" PRIu64 "/%u"
 		" line=%u llc_sets=%u colors=%" PRIu64 " repl=%s sim=%s vcpus=%d"
-		" cpi=%g lat_l2=%g lat_llc=%g lat_mem=%g lat_seq=%g sync=%" PRIu64 "\n",
+		" cpi=%g lat_l2=%g lat_llc=%g lat_mem=%g lat_seq=%g sync=%" PRIu64
+		" rob=%" PRIu64 " mshr=%u ram_mib=%" PRIu64 "\n",
 		cfg.l1, cfg.l1_ways, cfg.l2, cfg.l2_ways, cfg.llc, cfg.llc_ways,
 		cfg.line, llc.sets, cfg.llc / ((uint64_t)cfg.llc_ways * 4096),
 		cfg.repl == CM_LRU ? "lru" : "random", cfg.tagged ? "tagged" : "always",
-		nvcpus, cfg.cpi, cfg.lat_l2, cfg.lat_llc, cfg.lat_mem, cfg.lat_seq, cfg.sync / 100);
+		nvcpus, cfg.cpi, cfg.lat_l2, cfg.lat_llc, cfg.lat_mem, cfg.lat_seq, cfg.sync / 100,
+		cfg.rob, cfg.mshr, ram_size >> 20);
 	fflush(out);
 	qemu_plugin_register_vcpu_tb_trans_cb(id, vcpu_tb_trans);
 	qemu_plugin_register_vcpu_idle_cb(id, vcpu_idle);

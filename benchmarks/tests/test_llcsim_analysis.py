@@ -1,6 +1,8 @@
-"""llcsim's Table 2 analysis over repetitions (benchmarks/llcsim/scripts/analyze.py).
+"""llcsim's analysis on the host: Table 2 over repetitions
+(benchmarks/llcsim/scripts/analyze.py) and the native timing of the loops
+the miss-overlap model is compared with (mccdb_bench.llcsim_native).
 
-The guest run takes ten minutes under QEMU TCG, so this feeds the analysis a
+The Table 2 guest run takes ten minutes under QEMU TCG, so this feeds the analysis a
 serial log and a plugin log in the formats the guest program and the plugin
 print, with known cycle counts, and checks the per-repetition ratios and
 their median (min-max)."""
@@ -88,3 +90,27 @@ def test_a_missing_co_run_fails_the_analysis(tmp_path):
     p, _ = analyze(tmp_path)
     assert p.returncode == 1
     assert "not ok - table2: 15 co-runs in 2 repetitions" in p.stdout
+
+
+def test_native_timing_of_the_three_loops(tmp_path):
+    """python -m mccdb_bench.llcsim_native runs the guest program natively and
+    records one time per loop and round (tiny sizes; no guard: a test)."""
+    import json
+    guest = ANALYZE.parents[1] / "guest"
+    subprocess.run(["make", "-s", "-C", str(guest)], check=True)
+    out = tmp_path / "native.json"
+    r = subprocess.run([sys.executable, "-m", "mccdb_bench.llcsim_native", "--no-guard", "--quiet",
+                        "--kib", "1024", "--loads", "1000", "--reps", "2", "--out", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(out.read_text())
+    assert set(data["ns_per_load"]) == {"chase", "rand", "stream"}
+    assert all(len(v) == 2 and all(x > 0 for x in v) for v in data["ns_per_load"].values())
+    assert data["specs"]["rand"] == "rand/1024/1000"
+    assert "No quiet-machine guard" in data["guard"]
+
+
+def test_native_timing_refuses_bad_sizes(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "mccdb_bench.llcsim_native", "--no-guard", "--kib", "10",
+                        "--out", str(tmp_path / "x.json")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--kib >= 1024" in r.stderr
