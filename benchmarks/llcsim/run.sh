@@ -11,7 +11,8 @@
 #             writes docs/results/llcsim-validation.md (+ .png); fails on a
 #             wrong answer
 #   mlp       the miss-overlap (memory-level parallelism) model against this
-#             machine: pointer chase, independent random loads and a stream
+#             machine: pointer chase, independent random loads, a stream and
+#             hash-join probes
 #             timed natively (guarded, 5 rounds) and simulated with ROB/MSHR;
 #             writes docs/results/llcsim-mlp.md; fails when the model misses
 #             a known answer (a chase never overlaps, random loads do).
@@ -131,6 +132,7 @@ do_mlp() {
 	[ $QUICK = 1 ] || "$py" -m mccdb_bench.llcsim_native --binary "$build/guest/llcsim" \
 		--kib "${NATIVE_KIB:-262144}" --loads 4000000 --reps 5 --out "$native"
 	local list="llcsim:run:chase/$ws/1:400 llcsim:run:rand/$ws/$loads:401 llcsim:run:stream/$ws/$loads:402"
+	list+=" llcsim:run:hash/$((ws * 1024 / 36))/$loads:403"
 	read -r serial simout rc secs < <(ROB=${ROB_MLP:-320} boot mlp "$list" "${BOOT_TIMEOUT:-1800}")
 	mkdir -p "$results"
 	local nat=()

@@ -1,8 +1,9 @@
-"""The simulator's three memory loops timed natively, for its miss-overlap model.
+"""The simulator's memory loops timed natively, for its miss-overlap model.
 
 Runs `llcsim time SPEC` (benchmarks/llcsim/guest, built by `run.sh build`)
 on this machine for a random pointer chase (every load depends on the one
-before), independent random loads and a sequential stream, all over --kib
+before), independent random loads, a sequential stream and hash-join
+probes (a random bucket, then the chain it points to), all over --kib
 of memory on transparent huge pages, in a shuffled order in each of --reps
 rounds, each behind the quiet-machine guard.  Writes the ns per load of
 every run and the guard's record as JSON (--out), which
@@ -31,8 +32,10 @@ TIME_LINE = re.compile(r"LLCSIM-TIME spec=(\S+) units=(\d+) ns=(\d+) ns_per_unit
 
 def specs(kib, loads):
     """kind -> the guest program's SPEC: one pass of the chase over kib (one
-    load per 64 B line), and `loads` loads of the other two."""
-    return {"chase": f"chase/{kib}/1", "rand": f"rand/{kib}/{loads}", "stream": f"stream/{kib}/{loads}"}
+    load per 64 B line), `loads` loads of the random and the stream loop,
+    `loads` probes of a hash table of about kib (36 B per entry)."""
+    return {"chase": f"chase/{kib}/1", "rand": f"rand/{kib}/{loads}", "stream": f"stream/{kib}/{loads}",
+            "hash": f"hash/{kib * 1024 // 36}/{loads}"}
 
 
 def time_one(binary, spec):
@@ -49,7 +52,7 @@ def main(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--binary", default=str(BINARY), help="the llcsim guest program (static)")
     ap.add_argument("--kib", type=int, default=262144, help="working set of each loop (default 256 MiB)")
-    ap.add_argument("--loads", type=int, default=4000000, help="loads of the random and the stream loop")
+    ap.add_argument("--loads", type=int, default=4000000, help="loads of the random and the stream loop, probes of the hash loop")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--seed", type=int, default=1, help="of the order of the loops in each round")

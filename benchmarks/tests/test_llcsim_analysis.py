@@ -104,7 +104,7 @@ def test_native_timing_of_the_three_loops(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     data = json.loads(out.read_text())
-    assert set(data["ns_per_load"]) == {"chase", "rand", "stream"}
+    assert set(data["ns_per_load"]) == {"chase", "rand", "stream", "hash"}
     assert all(len(v) == 2 and all(x > 0 for x in v) for v in data["ns_per_load"].values())
     assert data["specs"]["rand"] == "rand/1024/1000"
     assert "No quiet-machine guard" in data["guard"]

@@ -25,7 +25,10 @@
  *                        random 64 B line each (the address comes from a
  *                        generator in registers, never from a loaded value)
  *   hash/ENTRIES/PROBES  hash-join probe loop: bucket array (4 B) + chained
- *                        32 B entries, probe keys read sequentially from a
+ *                        32 B entries (buckets and chains hold 32-bit
+ *                        pointers to entries mapped below 4 GiB, so that
+ *                        the simulator sees a chain followed as the
+ *                        dependent load it is), probe keys read sequentially from a
  *                        pk-KiB array (default 8192) of random existing keys
  *   c=LIST   task default colour policy BIND LIST before allocating (all data)
  *   pc=LIST  colour_mbind BIND LIST on the hash probe-key array only
@@ -49,6 +52,7 @@
 
 enum kind { K_CHASE, K_STREAM, K_HASH, K_RAND };
 
+/* next: a 32-bit pointer (MAP_32BIT), 0 at the end of the chain */
 struct entry { uint64_t key, payload; uint32_t next, pad[3]; };
 
 struct work {
@@ -91,6 +95,20 @@ static void *alloc(size_t bytes)
 	if (huge_pages)
 		madvise(p, bytes, MADV_HUGEPAGE);
 	return p;
+}
+
+/* Memory below 4 GiB, for 32-bit pointers. */
+static void *alloc32(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+	if (p == MAP_FAILED)
+		die("mmap MAP_32BIT");
+	return p;
+}
+
+static uint32_t ptr32(const void *p)
+{
+	return (uint32_t)(uintptr_t)p;
 }
 
 static uint64_t mix(uint64_t x)
@@ -215,14 +233,14 @@ static void setup(struct work *w)
 		while (nb < n) { nb <<= 1; bits++; }
 		w->bshift = 64 - bits;
 		w->buckets = alloc(nb * 4);
-		w->ent = alloc(n * sizeof(struct entry));
+		w->ent = alloc32(n * sizeof(struct entry));
 		for (i = 0; i < n; i++) {
 			uint64_t k = mix(i + 1);
 			size_t b = (size_t)((k * 0x9E3779B97F4A7C15ull) >> w->bshift);
 			w->ent[i].key = k;
 			w->ent[i].payload = i;
 			w->ent[i].next = w->buckets[b];
-			w->buckets[b] = (uint32_t)(i + 1);
+			w->buckets[b] = ptr32(&w->ent[i]);
 		}
 		w->nkeys = (size_t)w->pk_kib * 1024 / 8;
 		w->keys = alloc(w->nkeys * 8);
@@ -285,7 +303,7 @@ static void step(struct work *w, long units)
 			if (++kp == w->nkeys)
 				kp = 0;
 			while (b) {
-				const struct entry *e = &w->ent[b - 1];
+				const struct entry *e = (const struct entry *)(uintptr_t)b;
 				if (e->key == k) {
 					s += e->payload;
 					break;

@@ -48,7 +48,8 @@
  *     from the guest RAM, which QEMU keeps in FILE (memory-backend-file,
  *     share=on; guest-physical address = file offset, so -m must stay below
  *     the PCI hole).  rob=0 (default): every miss costs lat_mem (additive).
- *     Index-linked structures (next = array index) look independent.
+ *     Index-linked structures (next = array index) look independent; a
+ *     32-bit pointer (a 4-byte load) is seen.
  *   sync=Q (cycles, 0 = off): modeled-time synchronisation - a vCPU whose
  *     modeled clock is more than Q cycles ahead of another running vCPU's
  *     waits (sched_yield) until that one catches up, at most 50 ms per wait
@@ -150,13 +151,15 @@ static inline void unlock_set(uint32_t s)
 	__atomic_clear(&llc_lock[s & (NLOCKS - 1)], __ATOMIC_RELEASE);
 }
 
-/* The 8 bytes a load at guest-physical pa read; 0 when RAM is not mapped. */
-static uint64_t ram_value(uint64_t pa)
+/* The value a load of 1 << shift bytes (at most 8) at guest-physical pa
+ * read (x86: little endian, as the host); 0 when RAM is not mapped. */
+static uint64_t ram_value(uint64_t pa, unsigned int shift)
 {
 	uint64_t val = 0;
+	size_t n = shift < 3 ? (size_t)1 << shift : sizeof(val);
 
-	if (ram && pa + sizeof(val) <= ram_size)
-		memcpy(&val, ram + pa, sizeof(val));
+	if (ram && pa + n <= ram_size)
+		memcpy(&val, ram + pa, n);
 	return val;
 }
 
@@ -165,9 +168,10 @@ static uint64_t ram_value(uint64_t pa)
  * outstanding group (true: no extra time), or does it open a new group
  * (false: the caller charges lat_mem)?  Either way it joins the group.
  */
-static bool miss_overlaps(struct vcpu *v, uint64_t vaddr, uint64_t pa, bool store)
+static bool miss_overlaps(struct vcpu *v, uint64_t vaddr, uint64_t pa, qemu_plugin_meminfo_t info)
 {
-	uint64_t val = store ? 0 : ram_value(pa);
+	uint64_t val = qemu_plugin_mem_is_store(info) ? 0 :
+		       ram_value(pa, qemu_plugin_mem_size_shift(info));
 	bool overlap = false;
 	unsigned int j;
 
@@ -240,7 +244,7 @@ static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
 		if (seqm) {
 			s[F_SEQM]++;
 			__atomic_store_n(&v->clock, v->clock + c_seq, __ATOMIC_RELAXED);
-		} else if (miss_overlaps(v, vaddr, pa, qemu_plugin_mem_is_store(info))) {
+		} else if (miss_overlaps(v, vaddr, pa, info)) {
 			s[F_OVLM]++;
 		} else {
 			__atomic_store_n(&v->clock, v->clock + c_mem, __ATOMIC_RELAXED);

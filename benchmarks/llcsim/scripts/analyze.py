@@ -452,7 +452,7 @@ def mlp(args, d):
     c = d['config']
     lat_mem = float(c.get('lat_mem', 200))
     sim = {}
-    for tag, kind in ((400, 'chase'), (401, 'rand'), (402, 'stream')):
+    for tag, kind in ((400, 'chase'), (401, 'rand'), (402, 'stream'), (403, 'hash')):
         m = metrics(d, tag)
         if m:
             units = max(m['units'], 1)
@@ -467,7 +467,7 @@ def mlp(args, d):
     check(args.boot_rc == 0, f'guest run passed boot-test (exit {args.boot_rc})')
     check(int(c.get('rob', 0) or 0) > 0, f'overlap model on (rob={c.get("rob")}, mshr={c.get("mshr")}, '
           f'guest RAM {c.get("ram_mib")} MiB mapped)')
-    check(len(sim) == 3, f'{len(sim)} of 3 loops measured')
+    check(len(sim) == 4, f'{len(sim)} of 4 loops measured')
     if 'chase' in sim:
         ch = sim['chase']
         check(ch['llc_mr'] >= 0.9, f'chase misses the LLC ({ch["llc_mr"]:.3f} of LLC accesses)')
@@ -494,7 +494,9 @@ def mlp(args, d):
          'unless the miss follows a pointer one of the group\'s loads returned (its address lies in the 64 '
          'bytes from that value, read from the guest RAM the plugin maps). Three loops over far more '
          'memory than the LLC: a random pointer chase (dependent), random loads whose addresses come from a '
-         'generator in registers (independent), a sequential stream (prefetched: `lat_seq`). The same '
+         'generator in registers (independent), a sequential stream (prefetched: `lat_seq`), and hash-join '
+         'probes (a random bucket, independent from probe to probe, then the chain of 32-bit pointers it '
+         'holds, dependent). The same '
          'program runs natively (`llcsim time SPEC`, data on transparent huge pages, since the simulator '
          'models no TLB); compared are the costs of a load relative to the chase\'s, since native times '
          'and modeled cycles have different units.', '',
@@ -518,7 +520,7 @@ def mlp(args, d):
               f'- {native["guard"]}' if native["guard"] else '- (no guard record)',
               f'- Command: `{native["command"]}`', '',
               '| loop | ns per load, median (min-max) | chase / loop, per round |', '| --- | --- | --- |']
-        for kind in ('chase', 'rand', 'stream'):
+        for kind in ('chase', 'rand', 'stream', 'hash'):
             ratio = [a / b for a, b in zip(nl['chase'], nl[kind])]
             L.append(f'| {kind} (`{native["specs"][kind]}`) | {summarize(nl[kind]).fmt(2)} | '
                      f'{summarize(ratio).fmt(2, "x")} |')
@@ -527,7 +529,7 @@ def mlp(args, d):
               'model; error = simulated / native - 1.', '',
               '| loop | native | overlap model | error | additive model | error |',
               '| --- | --- | --- | --- | --- | --- |']
-        for kind in ('rand', 'stream'):
+        for kind in ('rand', 'stream', 'hash'):
             if kind not in sim or 'chase' not in sim:
                 continue
             nat = summarize(a / b for a, b in zip(nl['chase'], nl[kind]))
@@ -550,7 +552,7 @@ def mlp(args, d):
         ax.bar(list(x), [r[2] for r in rows], w, label='simulated, overlap model')
         ax.bar([i + w for i in x], [r[3] for r in rows], w, label='simulated, additive model')
         ax.set_xticks(list(x))
-        ax.set_xticklabels([f'{r[0]} loads' for r in rows])
+        ax.set_xticklabels([f'{r[0]} {"probes" if r[0] == "hash" else "loads"}' for r in rows])
         ax.set_yscale('log')
         ax.set_ylabel('cost of a chase load / cost of this load')
         ax.set_title('How much cheaper than a dependent miss')
