@@ -160,6 +160,7 @@ do_table2() {
 	default) ml="hash/$n_ml/$probes"; out=llcsim-table2-default-alloc.md ;;
 	disjoint) out=llcsim-table2-disjoint.md ;;
 	esac
+	[ "$ROB" = 0 ] || out=${out%.md}-mlp.md	# the overlap model: a page of its own
 	# TABLE2_REPS repetitions in one boot; repetition r uses tags
 	# 300 + 40 r ..., its runs in an order of their own (shuf seeded by r).
 	local list="" reps=${TABLE2_REPS:-3} r tag k c rep ml_alone=$ml
@@ -189,7 +190,7 @@ do_table2() {
 	mkdir -p "$results"
 	"$py" "$here/scripts/analyze.py" table2 --serial "$serial" --sim "$simout" \
 		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --out "$results/$out" \
-		--cmd "${TABLE2_VARIANT:+TABLE2_VARIANT=$TABLE2_VARIANT }${TABLE2_REPS:+TABLE2_REPS=$TABLE2_REPS }benchmarks/llcsim/run.sh table2${2:+ $2}"
+		--cmd "${TABLE2_VARIANT:+TABLE2_VARIANT=$TABLE2_VARIANT }${TABLE2_REPS:+TABLE2_REPS=$TABLE2_REPS }$([ "$ROB" = 0 ] || echo "ROB=$ROB ")benchmarks/llcsim/run.sh table2${2:+ $2}"
 }
 
 # pg_run NAME MODE REPORT LIST [analyze.py args]: the test box image

@@ -352,8 +352,10 @@ def table2(args, d):
          '- Data accesses only (no instruction fetches), physically indexed LRU caches, write-allocate, no '
          'write-backs, no coherence traffic, no hardware prefetching into the caches (a prefetched stream is '
          'only charged less time: lat_seq), no TLB or page-walk cost, no memory bandwidth contention.',
-         '- Timing is additive (no overlap of misses except the lat_seq discount for streams); only ratios '
-         'between runs of the same code are meaningful, not absolute times.',
+         ('- Timing with the overlap model (independent misses within the instruction window overlap; '
+          '[llcsim-mlp](llcsim-mlp.md)); ' if int(d['config'].get('rob', 0) or 0) else
+          '- Timing is additive (no overlap of misses except the lat_seq discount for streams); ') +
+         'only ratios between runs of the same code are meaningful, not absolute times.',
          '- The two vCPUs advance together in modeled time (sync quantum), so the co-runner\'s pressure follows '
          'its modeled speed, not the host\'s scheduling.',
          '- Interpretation and findings: docs/results/llcsim-findings.md.', '']
