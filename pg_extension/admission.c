@@ -68,6 +68,7 @@
 #include "catalog/dependency.h"
 #include "catalog/pg_proc.h"
 #include "commands/extension.h"
+#include "compat.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "model.h"
@@ -88,7 +89,6 @@
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
-#include "utils/queryjumble.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -456,8 +456,8 @@ total_slots(void)
 static AdmissionEntry *
 my_entry(void)
 {
-	Assert(MyBackendId >= 1 && MyBackendId <= adm->nentries);
-	return &adm->entries[MyBackendId - 1];
+	Assert(mccdb_my_backend_slot() >= 0 && mccdb_my_backend_slot() < adm->nentries);
+	return &adm->entries[mccdb_my_backend_slot()];
 }
 
 /*
@@ -1033,7 +1033,7 @@ wait_for_admission(MccdbStatement *st)
 	e = my_entry();
 	memset(e, 0, sizeof(*e));
 	e->pid = MyProcPid;
-	e->procno = MyProc->pgprocno;
+	e->procno = mccdb_my_pgprocno();
 	e->state = ENTRY_WAITING;
 	e->cls = loc->cls;
 	e->bytes = loc->bytes;

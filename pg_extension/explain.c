@@ -3,20 +3,27 @@
  * explain.c
  *		Show a plan's locality in EXPLAIN, in every output format.
  *
- * PostgreSQL 15 has no hook to add a property to EXPLAIN's output, but
- * ExplainOnePlan() calls ExecutorEnd() while the "Query" group is still
- * open.  So the ExplainOneQuery hook remembers the ExplainState and the
- * plan being explained, and the ExecutorEnd hook of that very plan adds the
- * properties there: valid JSON, XML and YAML, a line in text.
+ * PostgreSQL 18 lets an extension add to each plan's output
+ * (explain_per_plan_hook, called before the executor shuts the plan down)
+ * and register EXPLAIN options: EXPLAIN (MCCDB) shows mccdb's lines,
+ * EXPLAIN (MCCDB false) hides them, and without the option the GUC
+ * mccdb.explain decides.  EXPLAIN EXECUTE of a prepared statement goes
+ * through the same hook, so it shows them too.
  *
- * EXPLAIN EXECUTE of a prepared statement does not pass through the
- * ExplainOneQuery hook, so it shows nothing (mccdb_locality() still works).
+ * Before 18 there is no such hook, but ExplainOnePlan() calls ExecutorEnd()
+ * while the "Query" group is still open.  So the ExplainOneQuery hook
+ * remembers the ExplainState and the plan being explained, and the
+ * ExecutorEnd hook of that very plan adds the properties there: valid
+ * JSON, XML and YAML, a line in text.  EXPLAIN EXECUTE does not pass
+ * through the ExplainOneQuery hook, so there it shows nothing
+ * (mccdb_locality() still works), and there is no MCCDB option.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "commands/explain.h"
+#include "commands/defrem.h"
+#include "compat.h"
 #include "executor/instrument.h"
 #include "locality.h"
 #include "mccdb_explain.h"
@@ -25,22 +32,42 @@
 #include "state.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 
 /* GUC */
 static bool explain_locality = true;
 
 static ExplainOneQuery_hook_type prev_ExplainOneQuery = NULL;
 
+#if MCCDB_HAVE_EXPLAIN_HOOKS
+static explain_per_plan_hook_type prev_explain_per_plan = NULL;
+static int	explain_extension_id = -1;
+#else
 /* The EXPLAIN in progress, if any; reset on error by PG_FINALLY. */
 static ExplainState *current_es = NULL;
 static PlannedStmt *current_plan = NULL;
+#endif
 
-/* The standard planning step of ExplainOneQuery() (static in explain.c). */
+/* Plan as EXPLAIN does, telling the planner hook that EXPLAIN plans. */
 static void
 explain_one_query(Query *query, int cursorOptions, IntoClause *into,
 				  ExplainState *es, const char *queryString,
 				  ParamListInfo params, QueryEnvironment *queryEnv)
 {
+#if MCCDB_HAVE_EXPLAIN_HOOKS
+	mccdb_set_planning_for_explain(true);
+	PG_TRY();
+	{
+		standard_ExplainOneQuery(query, cursorOptions, into, es, queryString,
+								 params, queryEnv);
+	}
+	PG_FINALLY();
+	{
+		mccdb_set_planning_for_explain(false);
+	}
+	PG_END_TRY();
+#else
+	/* the standard planning step of ExplainOneQuery(), static before 18 */
 	PlannedStmt *plan;
 	instr_time	planstart,
 				planduration;
@@ -71,8 +98,9 @@ explain_one_query(Query *query, int cursorOptions, IntoClause *into,
 	}
 
 	current_plan = plan;
-	ExplainOnePlan(plan, into, es, queryString, params, queryEnv,
-				   &planduration, (es->buffers ? &bufusage : NULL));
+	mccdb_explain_one_plan(plan, into, es, queryString, params, queryEnv,
+						   &planduration, (es->buffers ? &bufusage : NULL));
+#endif
 }
 
 static void
@@ -80,6 +108,14 @@ mccdb_ExplainOneQuery(Query *query, int cursorOptions, IntoClause *into,
 					  ExplainState *es, const char *queryString,
 					  ParamListInfo params, QueryEnvironment *queryEnv)
 {
+#if MCCDB_HAVE_EXPLAIN_HOOKS
+	if (prev_ExplainOneQuery)
+		prev_ExplainOneQuery(query, cursorOptions, into, es, queryString,
+							 params, queryEnv);
+	else
+		explain_one_query(query, cursorOptions, into, es, queryString,
+						  params, queryEnv);
+#else
 	ExplainState *saved_es = current_es;
 	PlannedStmt *saved_plan = current_plan;
 
@@ -100,13 +136,80 @@ mccdb_ExplainOneQuery(Query *query, int cursorOptions, IntoClause *into,
 		current_plan = saved_plan;
 	}
 	PG_END_TRY();
+#endif
 }
+
+#if MCCDB_HAVE_EXPLAIN_HOOKS
+static void explain_statement(MccdbStatement *st, ExplainState *es);
+
+/* EXPLAIN (MCCDB [boolean]): what this EXPLAIN shows, kept in its state. */
+static void
+explain_option_mccdb(ExplainState *es, DefElem *opt, ParseState *pstate)
+{
+	bool	   *show = GetExplainExtensionState(es, explain_extension_id);
+
+	if (show == NULL)
+	{
+		show = palloc(sizeof(bool));
+		SetExplainExtensionState(es, explain_extension_id, show);
+	}
+	*show = defGetBoolean(opt);
+}
+
+/*
+ * After the plan is printed, before the executor shuts it down: the
+ * statement is still there, with its hash tables if EXPLAIN ANALYZE ran it.
+ */
+static void
+mccdb_explain_per_plan(PlannedStmt *plannedstmt, IntoClause *into,
+					   ExplainState *es, const char *queryString,
+					   ParamListInfo params, QueryEnvironment *queryEnv)
+{
+	bool	   *show = GetExplainExtensionState(es, explain_extension_id);
+	MemoryContext old = CurrentMemoryContext;
+	MccdbStatement *st;
+
+	if (prev_explain_per_plan)
+		prev_explain_per_plan(plannedstmt, into, es, queryString, params, queryEnv);
+	if (!(show ? *show : explain_locality))
+		return;
+	st = mccdb_statement_find_plan(plannedstmt);
+	if (st == NULL)
+		return;
+	PG_TRY();
+	{
+		MccdbLocality *loc = mccdb_statement_locality(st);
+
+		if (es->analyze)
+		{
+			MemoryContextSwitchTo(st->cxt);
+			mccdb_measure_tables(st->queryDesc->planstate, loc);
+			MemoryContextSwitchTo(old);
+		}
+		explain_statement(st, es);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(old);
+		edata = CopyErrorData();
+		FlushErrorState();
+		ereport(WARNING,
+				(errmsg("mccdb: locality estimation failed: %s", edata->message)));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+}
+#endif
 
 void
 mccdb_explain_init(void)
 {
 	DefineCustomBoolVariable("mccdb.explain",
 							 "Shows the locality estimate in EXPLAIN output.",
+							 MCCDB_HAVE_EXPLAIN_HOOKS ?
+							 "EXPLAIN (MCCDB) and (MCCDB false) override it for one statement." :
 							 NULL,
 							 &explain_locality,
 							 true,
@@ -114,6 +217,12 @@ mccdb_explain_init(void)
 							 NULL, NULL, NULL);
 	prev_ExplainOneQuery = ExplainOneQuery_hook;
 	ExplainOneQuery_hook = mccdb_ExplainOneQuery;
+#if MCCDB_HAVE_EXPLAIN_HOOKS
+	explain_extension_id = GetExplainExtensionId("mccdb");
+	RegisterExtensionExplainOption("mccdb", explain_option_mccdb);
+	prev_explain_per_plan = explain_per_plan_hook;
+	explain_per_plan_hook = mccdb_explain_per_plan;
+#endif
 }
 
 /* "on part" / "on a join result" for text output. */
@@ -262,20 +371,13 @@ explain_structured(const MccdbLocality *loc, const MccdbPlanChoice *pc,
 	ExplainCloseGroup("MCC-DB", "MCC-DB", true, es);
 }
 
-/*
- * Called from the ExecutorEnd hook with the statement's locality (and the
- * actual sizes when it ran): print it if this is the plan EXPLAIN shows.
- */
-void
-mccdb_explain_statement_end(MccdbStatement *st)
+/* The statement's locality and candidates, in the EXPLAIN's format. */
+static void
+explain_statement(MccdbStatement *st, ExplainState *es)
 {
-	ExplainState *es = current_es;
 	const MccdbPlanChoice *pc = st->plan_choice;
 	MccdbLocality *loc = &st->locality;
 
-	if (es == NULL || st->queryDesc->plannedstmt != current_plan)
-		return;
-	current_es = NULL;			/* once per EXPLAIN */
 	if (es->format == EXPLAIN_FORMAT_TEXT)
 	{
 		explain_text(loc, es);
@@ -286,9 +388,29 @@ mccdb_explain_statement_end(MccdbStatement *st)
 		explain_structured(loc, pc, es);
 }
 
-/* Is this the plan an EXPLAIN in progress shows? */
+/*
+ * Called from the ExecutorEnd hook with the statement's locality (and the
+ * actual sizes when it ran): print it if this is the plan EXPLAIN shows
+ * (before 18; on 18 the per-plan hook has printed it).
+ */
+void
+mccdb_explain_statement_end(MccdbStatement *st)
+{
+#if !MCCDB_HAVE_EXPLAIN_HOOKS
+	if (current_es == NULL || st->queryDesc->plannedstmt != current_plan)
+		return;
+	explain_statement(st, current_es);
+	current_es = NULL;			/* once per EXPLAIN */
+#endif
+}
+
+/* Is this the plan an EXPLAIN in progress shows (and prints at ExecutorEnd)? */
 bool
 mccdb_explain_wants(QueryDesc *queryDesc)
 {
+#if MCCDB_HAVE_EXPLAIN_HOOKS
+	return false;
+#else
 	return current_es != NULL && queryDesc->plannedstmt == current_plan;
+#endif
 }

@@ -12,6 +12,7 @@
 
 #include "access/htup_details.h"
 #include "cache_geometry.h"
+#include "compat.h"
 #include "executor/executor.h"
 #include "funcapi.h"
 #include "locality.h"
@@ -99,7 +100,7 @@ plan_query_text(const char *sql)
 
 	push_error_context(&errcb, sql);
 	stmt = pg_plan_query(analyze_query_text(sql), sql, CURSOR_OPT_PARALLEL_OK, NULL);
-	ExecCheckRTPerms(stmt->rtable, true);
+	mccdb_check_plan_permissions(stmt);
 	error_context_stack = errcb.previous;
 	return stmt;
 }
@@ -207,7 +208,7 @@ mccdb_plan_candidates(PG_FUNCTION_ARGS)
 	push_error_context(&errcb, sql);
 	mccdb_generate_candidates(analyze_query_text(sql), sql,
 							  CURSOR_OPT_PARALLEL_OK, NULL, 0.0, &choice);
-	ExecCheckRTPerms(choice.candidates[0].plan->rtable, true);
+	mccdb_check_plan_permissions(choice.candidates[0].plan);
 	error_context_stack = errcb.previous;
 
 	for (i = 0; i < choice.ncandidates; i++)

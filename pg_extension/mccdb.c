@@ -21,6 +21,7 @@
 #include "access/parallel.h"
 #include "admission.h"
 #include "cache_geometry.h"
+#include "compat.h"
 #include "counters.h"
 #include "executor/executor.h"
 #include "fmgr.h"
@@ -91,9 +92,11 @@ run_nested(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
 	PG_TRY();
 	{
 		if (prev_ExecutorRun)
-			prev_ExecutorRun(queryDesc, direction, count, execute_once);
+			mccdb_call_executor_run(prev_ExecutorRun, queryDesc, direction, count,
+									execute_once);
 		else
-			standard_ExecutorRun(queryDesc, direction, count, execute_once);
+			mccdb_call_executor_run(standard_ExecutorRun, queryDesc, direction, count,
+									execute_once);
 	}
 	PG_FINALLY();
 	{
@@ -104,8 +107,8 @@ run_nested(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
 
 /* The admission gate stands in front of every run (admission.c). */
 static void
-mccdb_ExecutorRun(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
-				  bool execute_once)
+executor_run(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
+			 bool execute_once)
 {
 	MccdbStatement *st = mccdb_statement_find(queryDesc);
 
@@ -113,6 +116,12 @@ mccdb_ExecutorRun(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
 		run_nested(queryDesc, direction, count, execute_once);
 	else
 		mccdb_admission_run(st, direction, count, execute_once, run_nested);
+}
+
+static void
+mccdb_ExecutorRun(MCCDB_EXECUTOR_RUN_PARAMS)
+{
+	executor_run(queryDesc, direction, count, MCCDB_EXECUTE_ONCE);
 }
 
 static void

@@ -111,6 +111,18 @@ mccdb_statement_find(QueryDesc *queryDesc)
 	return NULL;
 }
 
+/* The innermost running statement executing this plan (EXPLAIN's hooks). */
+MccdbStatement *
+mccdb_statement_find_plan(const PlannedStmt *plan)
+{
+	MccdbStatement *st;
+
+	for (st = statements; st != NULL; st = st->next)
+		if (st->queryDesc->plannedstmt == plan)
+			return st;
+	return NULL;
+}
+
 void
 mccdb_statement_end(MccdbStatement *st)
 {
