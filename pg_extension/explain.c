@@ -103,18 +103,28 @@ explain_one_query(Query *query, int cursorOptions, IntoClause *into,
 #endif
 }
 
+/* The next ExplainOneQuery hook, or ours. */
 static void
-mccdb_ExplainOneQuery(Query *query, int cursorOptions, IntoClause *into,
-					  ExplainState *es, const char *queryString,
-					  ParamListInfo params, QueryEnvironment *queryEnv)
+call_explain_one_query(Query *query, int cursorOptions, IntoClause *into,
+					   ExplainState *es, const char *queryString,
+					   ParamListInfo params, QueryEnvironment *queryEnv)
 {
-#if MCCDB_HAVE_EXPLAIN_HOOKS
 	if (prev_ExplainOneQuery)
 		prev_ExplainOneQuery(query, cursorOptions, into, es, queryString,
 							 params, queryEnv);
 	else
 		explain_one_query(query, cursorOptions, into, es, queryString,
 						  params, queryEnv);
+}
+
+static void
+mccdb_ExplainOneQuery(Query *query, int cursorOptions, IntoClause *into,
+					  ExplainState *es, const char *queryString,
+					  ParamListInfo params, QueryEnvironment *queryEnv)
+{
+#if MCCDB_HAVE_EXPLAIN_HOOKS
+	call_explain_one_query(query, cursorOptions, into, es, queryString,
+						   params, queryEnv);
 #else
 	ExplainState *saved_es = current_es;
 	PlannedStmt *saved_plan = current_plan;
@@ -123,12 +133,8 @@ mccdb_ExplainOneQuery(Query *query, int cursorOptions, IntoClause *into,
 	current_plan = NULL;
 	PG_TRY();
 	{
-		if (prev_ExplainOneQuery)
-			prev_ExplainOneQuery(query, cursorOptions, into, es, queryString,
-								 params, queryEnv);
-		else
-			explain_one_query(query, cursorOptions, into, es, queryString,
-							  params, queryEnv);
+		call_explain_one_query(query, cursorOptions, into, es, queryString,
+							   params, queryEnv);
 	}
 	PG_FINALLY();
 	{
@@ -190,14 +196,7 @@ mccdb_explain_per_plan(PlannedStmt *plannedstmt, IntoClause *into,
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(old);
-		edata = CopyErrorData();
-		FlushErrorState();
-		ereport(WARNING,
-				(errmsg("mccdb: locality estimation failed: %s", edata->message)));
-		FreeErrorData(edata);
+		mccdb_estimation_failed(old);
 	}
 	PG_END_TRY();
 }

@@ -214,14 +214,7 @@ mccdb_ExecutorEnd(QueryDesc *queryDesc)
 			}
 			PG_CATCH();
 			{
-				ErrorData  *edata;
-
-				MemoryContextSwitchTo(old);
-				edata = CopyErrorData();
-				FlushErrorState();
-				ereport(WARNING,
-						(errmsg("mccdb: locality estimation failed: %s", edata->message)));
-				FreeErrorData(edata);
+				mccdb_estimation_failed(old);
 			}
 			PG_END_TRY();
 		}

@@ -111,6 +111,25 @@ mccdb_statement_find(QueryDesc *queryDesc)
 	return NULL;
 }
 
+/*
+ * In a PG_CATCH of the locality estimate: the statement runs on, the error
+ * becomes a WARNING (a failed estimate must never fail the query).
+ */
+void
+mccdb_estimation_failed(MemoryContext cxt)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	ereport(WARNING,
+			(errcode(edata->sqlerrcode),
+			 errmsg("mccdb: locality estimation failed: %s", edata->message),
+			 errhint("The query runs without mccdb's estimate; mccdb_locality() shows the error.")));
+	FreeErrorData(edata);
+}
+
 /* The innermost running statement executing this plan (EXPLAIN's hooks). */
 MccdbStatement *
 mccdb_statement_find_plan(const PlannedStmt *plan)

@@ -70,6 +70,7 @@ extern void mccdb_set_planning_for_explain(bool on);
 extern MccdbStatement *mccdb_statement_begin(QueryDesc *queryDesc, bool top);
 extern MccdbStatement *mccdb_statement_find(QueryDesc *queryDesc);
 extern MccdbStatement *mccdb_statement_find_plan(const PlannedStmt *plan);
+extern void mccdb_estimation_failed(MemoryContext cxt);
 extern void mccdb_statement_end(MccdbStatement *st);
 extern MccdbLocality *mccdb_statement_locality(MccdbStatement *st);
 
