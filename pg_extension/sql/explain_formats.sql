@@ -62,10 +62,19 @@ SET mccdb.explain = off;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM fact;
 RESET mccdb.explain;
 
--- EXPLAIN EXECUTE bypasses the hook PostgreSQL 15 offers (documented)
+-- EXPLAIN EXECUTE: PostgreSQL 18 shows the line (explain_per_plan_hook);
+-- on 15 it bypasses the hook mccdb has there (documented)
 PREPARE q AS SELECT count(*) FROM fact;
 EXPLAIN (COSTS OFF) EXECUTE q;
 DEALLOCATE q;
+
+-- EXPLAIN (MCCDB) shows the lines whatever mccdb.explain says, (MCCDB
+-- false) hides them; PostgreSQL 15 has no extension options (an error)
+SET mccdb.explain = off;
+EXPLAIN (COSTS OFF, MCCDB) SELECT count(*) FROM fact;
+RESET mccdb.explain;
+EXPLAIN (COSTS OFF, MCCDB false) SELECT count(*) FROM fact;
+EXPLAIN (COSTS OFF, MCCDB 'perhaps') SELECT count(*) FROM fact;
 
 -- the SQL function gives the same answer for a query text
 RESET ALL;

@@ -6,7 +6,7 @@
 \set ON_ERROR_STOP 1
 \set QUIET 1
 BEGIN;
-SELECT plan(22);
+SELECT plan(23);
 
 SET LOCAL jit = off;
 SET LOCAL mccdb.llc_size = '1MB';
@@ -42,7 +42,8 @@ RESET enable_sort;
 -- Bushy tree: a hash join whose build side is itself a join.
 SET LOCAL enable_nestloop = off;
 SET LOCAL enable_mergejoin = off;
-\set q_bushy 'SELECT count(*) FROM (SELECT a.k, a.g FROM a JOIN b USING (k) OFFSET 0) x JOIN (SELECT b1.k FROM b b1 JOIN b b2 USING (k) OFFSET 0) y ON x.g = y.k'
+-- (not a self-join on a key: PostgreSQL 18 removes those)
+\set q_bushy 'SELECT count(*) FROM (SELECT a.k, a.g FROM a JOIN b USING (k) OFFSET 0) x JOIN (SELECT b1.k FROM b b1 JOIN a a2 USING (k) OFFSET 0) y ON x.g = y.k'
 SELECT lives_ok(format('SELECT * FROM mccdb_locality(%L)', :'q_bushy'), 'bushy tree: no error');
 SELECT is(pg_temp.basis(:'q_bushy'), 'hash tables (bushy tree)', 'bushy tree is recognised and classified by its hash tables');
 
@@ -74,10 +75,21 @@ SELECT lives_ok($q$DO $d$ DECLARE c refcursor; r record; BEGIN OPEN c FOR SELECT
 -- EXPLAIN output stays well-formed with the MCC-DB group in it.
 SELECT is((pg_temp.explain(:'q_bushy', 'JSON')::json -> 0 -> 'MCC-DB' ->> 'Locality'),
           pg_temp.loc(:'q_bushy'), 'JSON: parses, and the MCC-DB group matches mccdb_locality()');
-SELECT ok(xml_is_well_formed_document(pg_temp.explain(:'q_bushy', 'XML')), 'XML: well-formed');
-SELECT is((xpath('//e:MCC-DB/e:Locality/text()', pg_temp.explain(:'q_bushy', 'XML')::xml,
-                 ARRAY[ARRAY['e', 'http://www.postgresql.org/2009/explain']]))[1]::text,
-          pg_temp.loc(:'q_bushy'), 'XML: MCC-DB/Locality matches');
+SELECT alike(pg_temp.explain(:'q_bushy', 'XML'), '%<MCC-DB>%<Locality>%</Locality>%</MCC-DB>%</Query>%',
+             'XML: an MCC-DB element inside the query');
+-- parsing it needs a server built with libxml (the PostgreSQL 18 wheel is not)
+CREATE FUNCTION pg_temp.xml_checks(q text, loc text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+BEGIN
+	IF (SELECT setting FROM pg_config WHERE name = 'CONFIGURE') NOT LIKE '%with-libxml%' THEN
+		RETURN NEXT skip('the server has no libxml to parse XML', 2);
+		RETURN;
+	END IF;
+	RETURN NEXT ok(xml_is_well_formed_document(pg_temp.explain(q, 'XML')), 'XML: well-formed');
+	RETURN NEXT is((xpath('//e:MCC-DB/e:Locality/text()', pg_temp.explain(q, 'XML')::xml,
+	                      ARRAY[ARRAY['e', 'http://www.postgresql.org/2009/explain']]))[1]::text,
+	               loc, 'XML: MCC-DB/Locality matches');
+END $$;
+SELECT * FROM pg_temp.xml_checks(:'q_bushy', pg_temp.loc(:'q_bushy'));
 SELECT alike(pg_temp.explain(:'q_bushy', 'YAML'), E'%\n  MCC-DB: \n    Locality: "%', 'YAML: MCC-DB mapping inside the query');
 
 SELECT * FROM finish();

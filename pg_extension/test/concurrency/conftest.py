@@ -17,6 +17,12 @@ def connect(**kw):
     return psycopg.connect(dbname=DB, autocommit=True, **kw)
 
 
+def tagged(sql, tag):
+    """sql with a trailing /* tag */ that mccdb's recorded query text keeps:
+    PostgreSQL 18 starts a statement's text after its leading comments."""
+    return sql.rstrip().rstrip(";") + f"\n/* {tag} */"
+
+
 def query(conn, name, suite="plq"):
     sql = conn.execute("select sql from mccdb_test_queries where suite = %s and name = %s",
                        (suite, name)).fetchone()[0]

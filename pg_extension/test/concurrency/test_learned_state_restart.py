@@ -20,10 +20,10 @@ FILES = ("mccdb_learned.stat", "mccdb_table_sizes.stat")
 
 
 def cluster(cmd):
-    name = pathlib.Path(os.environ["PGHOST"]).name
-    subprocess.run([str(ROOT / "scripts" / "pg-cluster.sh"), cmd, name], check=True,
-                   stdout=subprocess.DEVNULL)
-    return ROOT / "var" / "clusters" / name
+    """pg-cluster.sh CMD on the cluster the tests run against (its env)."""
+    subprocess.run([str(ROOT / "scripts" / "pg-cluster.sh"), cmd, os.environ["MCCDB_CLUSTER"]],
+                   check=True, stdout=subprocess.DEVNULL)
+    return pathlib.Path(os.environ["MCCDB_CLUSTER_DIR"])
 
 
 @pytest.fixture

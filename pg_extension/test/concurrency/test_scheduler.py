@@ -12,7 +12,7 @@ import time
 
 import psycopg
 import pytest
-from conftest import configure, connect, query, wait_until
+from conftest import configure, connect, query, tagged, wait_until
 
 HASH = ["set enable_nestloop = off", "set enable_mergejoin = off"]
 INDEX = ["set enable_hashjoin = off", "set enable_mergejoin = off",
@@ -26,7 +26,7 @@ def run_session(sql, settings, errors, tag):
             c.execute("set max_parallel_workers_per_gather = 0")
             for s in settings:
                 c.execute(s)
-            c.execute(f"/* {tag} */ " + sql)
+            c.execute(tagged(sql, tag))
     except Exception as e:  # reported by the test
         errors.append((tag, e))
 
@@ -54,7 +54,7 @@ def batch(ctl, policy, sql_hash, sql_index):
     assert not errors, errors
     runs = ctl.execute(
         "select query, admit_seq, admitted, released from mccdb_recent_queries "
-        "where query like %s order by admit_seq", (f"/* batch-{policy}-%",)).fetchall()
+        "where query like %s order by admit_seq", (f"%/* batch-{policy}-%",)).fetchall()
     return queued, waiting_events, runs
 
 
