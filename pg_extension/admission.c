@@ -9,7 +9,8 @@
  * its slots, its locality class (which of the paper's two queues it is in),
  * its hash table size and the slots it takes (1 + planned parallel
  * workers).  A waiting backend sleeps on a condition variable (wait event
- * "Extension" in pg_stat_activity); whoever frees slots or changes the
+ * Extension/MccdbAdmission in pg_stat_activity, "Extension" before
+ * PostgreSQL 17); whoever frees slots or changes the
  * queue broadcasts, and every waiter re-evaluates pick_next() under the
  * lock: the one it names takes its slots.
  *
@@ -451,6 +452,17 @@ total_slots(void)
 		return corun_slots;
 	cpus = mccdb_cache_geometry()->shared_cpus;
 	return Max(cpus, 1);
+}
+
+/* The gate's wait event (compat.h), named once per backend. */
+static uint32
+admission_wait_event(void)
+{
+	static uint32 event = 0;
+
+	if (event == 0)
+		event = mccdb_admission_wait_event();
+	return event;
 }
 
 static AdmissionEntry *
@@ -1092,7 +1104,7 @@ wait_for_admission(MccdbStatement *st)
 							 errdetail("A query waiting in the gate while holding locks others wait for could wait for them forever.")));
 				break;
 			}
-			ConditionVariableTimedSleep(&adm->cv, WAKE_MS, PG_WAIT_EXTENSION);
+			ConditionVariableTimedSleep(&adm->cv, WAKE_MS, admission_wait_event());
 		}
 		ConditionVariableCancelSleep();
 	}

@@ -19,6 +19,7 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "storage/proc.h"
+#include "utils/wait_event.h"
 #if PG_VERSION_NUM >= 180000
 #include "commands/explain_format.h"
 #include "commands/explain_state.h"
@@ -39,6 +40,17 @@
 #define MCCDB_HAVE_CUSTOM_WAIT_EVENTS (PG_VERSION_NUM >= 170000)
 /* Pluggable cumulative statistics (18). */
 #define MCCDB_HAVE_PGSTAT_KINDS		(PG_VERSION_NUM >= 180000)
+
+/*
+ * The wait event a query waiting in mccdb's gate shows in pg_stat_activity:
+ * type Extension, event "MccdbAdmission" where the server lets an extension
+ * name its events (17), the generic "Extension" before.
+ */
+#if MCCDB_HAVE_CUSTOM_WAIT_EVENTS
+#define mccdb_admission_wait_event() WaitEventExtensionNew("MccdbAdmission")
+#else
+#define mccdb_admission_wait_event() PG_WAIT_EXTENSION
+#endif
 
 /*
  * This backend's slot, 0 .. MaxBackends - 1, in arrays sized MaxBackends.

@@ -45,9 +45,11 @@ def batch(ctl, policy, sql_hash, sql_index):
         threads.append(t)
     wait_until(ctl, "select count(*) from mccdb_queue where state = 'waiting'", 4)
     queued = ctl.execute("select locality from mccdb_queue order by arrival").fetchall()
+    # PostgreSQL 17 and later: an extension names its wait events
+    event = "MccdbAdmission" if ctl.info.server_version >= 170000 else "Extension"
     waiting_events = ctl.execute(
         "select count(*) from pg_stat_activity a join mccdb_queue q using (pid) "
-        "where a.wait_event_type = 'Extension'").fetchone()[0]
+        "where a.wait_event_type = 'Extension' and a.wait_event = %s", (event,)).fetchone()[0]
     ctl.execute("select mccdb_hold_admission(false)")
     for t in threads:
         t.join(120)
@@ -75,7 +77,7 @@ def test_waiting_queries_are_visible_in_queue_and_pg_stat_activity(ctl):
     sql = query(ctl, "plq_04")
     queued, waiting_events, runs = batch(ctl, "sls", sql, sql)
     assert len(queued) == 4
-    assert waiting_events == 4, "every waiting backend shows wait event type Extension"
+    assert waiting_events == 4, "every waiting backend shows wait event Extension/MccdbAdmission (18)"
     assert len(runs) == 4 and all(r[1] is not None for r in runs), "all four were admitted"
 
 
