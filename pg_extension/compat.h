@@ -6,9 +6,9 @@
  * mccdb builds from one source tree against PostgreSQL 15 and 18 (both
  * built and tested; the checks follow the server's history, so 16 and 17
  * should build too, untested).  Every PG_VERSION_NUM test on a server API
- * lives here; the rest of the code calls the names below.  (Features only a newer server has -- EXPLAIN
- * options, named wait events, cumulative statistics kinds -- are chosen
- * where they are used, each behind a MCCDB_HAVE_ macro from this file.)
+ * lives here; the rest of the code calls the names below.  Features only
+ * a newer server has (EXPLAIN options, named wait events) are chosen where
+ * they are used, each behind a MCCDB_HAVE_ macro from this file.
  *
  *-------------------------------------------------------------------------
  */
@@ -38,8 +38,6 @@
 #define MCCDB_HAVE_EXPLAIN_HOOKS	(PG_VERSION_NUM >= 180000)
 /* Wait events an extension names (17). */
 #define MCCDB_HAVE_CUSTOM_WAIT_EVENTS (PG_VERSION_NUM >= 170000)
-/* Pluggable cumulative statistics (18). */
-#define MCCDB_HAVE_PGSTAT_KINDS		(PG_VERSION_NUM >= 180000)
 
 /*
  * The wait event a query waiting in mccdb's gate shows in pg_stat_activity:

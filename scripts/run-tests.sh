@@ -123,7 +123,7 @@ test_pg18() {
 	MCCDB_PG_MAJOR=18 MCCDB_TEST_LOGDIR="$LOGDIR/pg18" MCCDB_TEST_PORT=54331 MCCDB_NOPRELOAD_PORT=54332 \
 		"$0" extension >"$log" 2>&1
 	rc=$?
-	grep -E '^(ok|FAILED) ' "$log" | sed 's/^/       PostgreSQL 18: /'
+	grep -E '^(ok     |FAILED )' "$log" | sed 's/^/       PostgreSQL 18: /'
 	[ $rc -eq 0 ] || tail -n 60 "$log"
 	record "the extension's suite on PostgreSQL 18 ($log)" $rc
 }

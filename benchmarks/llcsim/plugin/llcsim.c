@@ -38,18 +38,21 @@
  *   cpi=1.0 lat_l2=12 lat_llc=40 lat_mem=200 (timing model, printed cycles)
  *   lat_seq=200: cost of an LLC miss to the line after one of the vCPU's last
  *     4 LLC-missed lines (a stream a prefetcher would cover); = lat_mem: off
- *   rob=W mshr=M ram=FILE: overlap of independent LLC misses (memory-level
- *     parallelism), after the interval model of an out-of-order core: a miss
- *     that comes within W instructions of the first miss of the current
- *     group, while fewer than M misses are outstanding, costs no extra time,
- *     unless it depends on one of them: its virtual address lies in the
- *     64 bytes from a value one of the group's missed loads read (a pointer
- *     followed, as in a pointer chase or a hash chain).  The values are read
- *     from the guest RAM, which QEMU keeps in FILE (memory-backend-file,
- *     share=on; guest-physical address = file offset, so -m must stay below
- *     the PCI hole).  rob=0 (default): every miss costs lat_mem (additive).
- *     Index-linked structures (next = array index) look independent; a
- *     32-bit pointer (a 4-byte load) is seen.
+ *   rob=W mshr=M ram=FILE: overlap of L1 misses (memory-level parallelism),
+ *     an occupancy model of an out-of-order core: every L1 miss is
+ *     outstanding from its issue for the latency of the level that serves
+ *     it (lat_l2, lat_llc, lat_mem; a stream's lat_seq stays additive).  It
+ *     issues at once, unless it follows a pointer an outstanding miss loaded
+ *     (its virtual address lies in the 64 bytes from that value: a pointer
+ *     chase, a hash chain), then when that one completes.  The vCPU's time
+ *     stops only when a miss finds M misses outstanding (until the first
+ *     completes) or the oldest one W instructions behind (the reorder
+ *     buffer is full: until it completes).  The values are read from the
+ *     guest RAM, which QEMU keeps in FILE (memory-backend-file, share=on;
+ *     guest-physical address = file offset, so -m must stay below the PCI
+ *     hole).  rob=0 (default): every L1 miss costs its level's latency
+ *     (additive).  Index-linked structures (next = an array index) look
+ *     independent; a 32-bit pointer (a 4-byte load) is seen.
  *   sync=Q (cycles, 0 = off): modeled-time synchronisation - a vCPU whose
  *     modeled clock is more than Q cycles ahead of another running vCPU's
  *     waits (sched_yield) until that one catches up, at most 50 ms per wait
@@ -86,7 +89,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define KERNEL_VADDR	0xffff800000000000ull
 #define MAX_MSHR	64
 
-enum { F_INSNS, F_ACC, F_L1M, F_L2M, F_LLCM, F_SEQM, F_OVLM, NF };
+enum { F_INSNS, F_ACC, F_L1M, F_L2M, F_LLCM, F_SEQM, F_OVLM, F_STALL, NF };
 enum { M_USER, M_KERNEL, NM };
 
 struct vcpu {
@@ -100,9 +103,12 @@ struct vcpu {
 	uint64_t miss_line[4];		/* recent LLC-missed lines */
 	unsigned miss_pos;
 	uint64_t icount;		/* instructions executed */
-	uint64_t grp_start;		/* icount at the current miss group's first miss */
-	unsigned grp_n;			/* misses outstanding in the group */
-	uint64_t grp_val[MAX_MSHR];	/* the values its missed loads read */
+	struct miss {			/* outstanding LLC misses (rob=) */
+		uint64_t icount;	/* of the access */
+		uint64_t done;		/* modeled centicycles it completes at */
+		uint64_t val;		/* the value a load read */
+	} out[MAX_MSHR];
+	unsigned int out_n;
 	uint64_t waits, wait_timeouts;
 	char pad[64];
 };
@@ -164,29 +170,66 @@ static uint64_t ram_value(uint64_t pa, unsigned int shift)
 }
 
 /*
- * Memory-level parallelism (cfg.rob): does this LLC miss overlap the
- * outstanding group (true: no extra time), or does it open a new group
- * (false: the caller charges lat_mem)?  Either way it joins the group.
+ * Memory-level parallelism (cfg.rob, the model in the header comment): the
+ * stall, in centicycles, an L1 miss served after lat centicycles causes; it
+ * joins the outstanding ones.
  */
-static bool miss_overlaps(struct vcpu *v, uint64_t vaddr, uint64_t pa, qemu_plugin_meminfo_t info)
+static uint64_t miss_stall(struct vcpu *v, uint64_t vaddr, uint64_t pa, qemu_plugin_meminfo_t info,
+			   uint64_t lat)
 {
 	uint64_t val = qemu_plugin_mem_is_store(info) ? 0 :
 		       ram_value(pa, qemu_plugin_mem_size_shift(info));
-	bool overlap = false;
-	unsigned int j;
+	uint64_t t = v->clock, issue;
+	unsigned int i;
 
-	if (cfg.rob && v->grp_n && v->grp_n < cfg.mshr && v->icount - v->grp_start < cfg.rob) {
-		overlap = true;
-		for (j = 0; j < v->grp_n; j++)
-			if (v->grp_val[j] && vaddr - v->grp_val[j] < 64)
-				overlap = false;	/* follows a pointer still in flight */
+	for (;;) {
+		unsigned int oldest = 0, first = 0;
+
+		for (i = 0; i < v->out_n;)	/* completed by t: gone */
+			if (v->out[i].done <= t)
+				v->out[i] = v->out[--v->out_n];
+			else
+				i++;
+		if (v->out_n == 0)
+			break;
+		for (i = 1; i < v->out_n; i++) {
+			if (v->out[i].icount < v->out[oldest].icount)
+				oldest = i;
+			if (v->out[i].done < v->out[first].done)
+				first = i;
+		}
+		if (v->icount - v->out[oldest].icount >= cfg.rob)
+			t = v->out[oldest].done;	/* reorder buffer full */
+		else if (v->out_n >= cfg.mshr)
+			t = v->out[first].done;		/* no free miss handler */
+		else
+			break;
 	}
-	if (!overlap) {
-		v->grp_start = v->icount;
-		v->grp_n = 0;
+	issue = t;
+	for (i = 0; i < v->out_n; i++)		/* follows a pointer in flight */
+		if (v->out[i].val && vaddr - v->out[i].val < 64 && v->out[i].done > issue)
+			issue = v->out[i].done;
+	v->out[v->out_n].icount = v->icount;
+	v->out[v->out_n].done = issue + lat;
+	v->out[v->out_n].val = val;
+	v->out_n++;
+	return t - v->clock;
+}
+
+/*
+ * Advance the vCPU's modeled time for an L1 miss served after lat
+ * centicycles: all of it (additive timing), or the stall the overlap model
+ * says; returns what was charged.
+ */
+static uint64_t charge(struct vcpu *v, uint64_t *s, uint64_t vaddr, uint64_t pa,
+		       qemu_plugin_meminfo_t info, uint64_t lat)
+{
+	if (cfg.rob) {
+		lat = miss_stall(v, vaddr, pa, info, lat);
+		s[F_STALL] += lat;
 	}
-	v->grp_val[v->grp_n++] = val;
-	return overlap;
+	__atomic_store_n(&v->clock, v->clock + lat, __ATOMIC_RELAXED);
+	return lat;
 }
 
 static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
@@ -222,7 +265,7 @@ static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
 		return;
 	s[F_L1M]++;
 	if (cfg.l2 && cm_access(&v->l2, pa, &v->rng)) {
-		__atomic_store_n(&v->clock, v->clock + c_l2, __ATOMIC_RELAXED);
+		charge(v, s, vaddr, pa, info, c_l2);
 		return;
 	}
 	s[F_L2M]++;
@@ -231,7 +274,7 @@ static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
 	hit = cm_access(&llc, pa, &v->rng);
 	unlock_set(set);
 	if (hit) {
-		__atomic_store_n(&v->clock, v->clock + c_llc, __ATOMIC_RELAXED);
+		charge(v, s, vaddr, pa, info, c_llc);
 		return;
 	}
 	s[F_LLCM]++;
@@ -244,10 +287,8 @@ static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
 		if (seqm) {
 			s[F_SEQM]++;
 			__atomic_store_n(&v->clock, v->clock + c_seq, __ATOMIC_RELAXED);
-		} else if (miss_overlaps(v, vaddr, pa, info)) {
-			s[F_OVLM]++;
 		} else {
-			__atomic_store_n(&v->clock, v->clock + c_mem, __ATOMIC_RELAXED);
+			s[F_OVLM] += cfg.rob && charge(v, s, vaddr, pa, info, c_mem) == 0;
 		}
 	}
 }
@@ -320,9 +361,11 @@ static void vcpu_tb_exec(unsigned int idx, void *ud)
 
 static double cycles_of(const uint64_t *f)
 {
+	if (cfg.rob)	/* the stalls the L1 misses caused */
+		return f[F_INSNS] * cfg.cpi + (double)f[F_STALL] / 100 + (double)f[F_SEQM] * cfg.lat_seq;
 	return f[F_INSNS] * cfg.cpi + (double)(f[F_L1M] - f[F_L2M]) * cfg.lat_l2 +
 	       (double)(f[F_L2M] - f[F_LLCM]) * cfg.lat_llc +
-	       (double)(f[F_LLCM] - f[F_SEQM] - f[F_OVLM]) * cfg.lat_mem + (double)f[F_SEQM] * cfg.lat_seq;
+	       (double)(f[F_LLCM] - f[F_SEQM]) * cfg.lat_mem + (double)f[F_SEQM] * cfg.lat_seq;
 }
 
 static void dump_tag(unsigned int ender, uint32_t tag)
@@ -349,10 +392,10 @@ static void dump_tag(unsigned int ender, uint32_t tag)
 		const char *p = m == M_USER ? "u" : "k";
 		fprintf(out, " %s_insns=%" PRIu64 " %s_acc=%" PRIu64 " %s_l1m=%" PRIu64
 			" %s_l2m=%" PRIu64 " %s_llcm=%" PRIu64 " %s_seqm=%" PRIu64 " %s_ovlm=%" PRIu64
-			" %s_cycles=%.0f",
+			" %s_stall=%" PRIu64 " %s_cycles=%.0f",
 			p, sum[m][F_INSNS], p, sum[m][F_ACC], p, sum[m][F_L1M],
 			p, sum[m][F_L2M], p, sum[m][F_LLCM], p, sum[m][F_SEQM], p, sum[m][F_OVLM],
-			p, cycles_of(sum[m]));
+			p, sum[m][F_STALL] / 100, p, cycles_of(sum[m]));
 	}
 	fprintf(out, " acc_by_vcpu=%s\n", per);
 	fflush(out);
