@@ -15,6 +15,7 @@ simulated cycles.
 import argparse
 import json
 import os
+import pathlib
 import platform
 import random
 import re
@@ -24,7 +25,7 @@ import time
 
 from .harness import quiet
 from .harness.cli import say_fn
-from .paths import BENCH
+from .paths import BENCH, ROOT
 
 BINARY = BENCH / "llcsim" / "build" / "guest" / "llcsim"
 TIME_LINE = re.compile(r"LLCSIM-TIME spec=(\S+) units=(\d+) ns=(\d+) ns_per_unit=([\d.]+)")
@@ -36,6 +37,12 @@ def specs(kib, loads):
     `loads` probes of a hash table of about kib (36 B per entry)."""
     return {"chase": f"chase/{kib}/1", "rand": f"rand/{kib}/{loads}", "stream": f"stream/{kib}/{loads}",
             "hash": f"hash/{kib * 1024 // 36}/{loads}"}
+
+
+def relative(arg):
+    """A path inside the repository as the page should print it."""
+    p = pathlib.Path(arg)
+    return str(p.relative_to(ROOT)) if p.is_absolute() and p.is_relative_to(ROOT) else arg
 
 
 def time_one(binary, spec):
@@ -84,7 +91,8 @@ def main(argv=None):
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t0)),
            "minutes": round((time.time() - t0) / 60, 1),
            "load_at_start": load0, "guard": guard.summary().strip(),
-           "command": " ".join([".venv/bin/python -m mccdb_bench.llcsim_native"] + (argv or sys.argv[1:]))}
+           "command": " ".join([".venv/bin/python -m mccdb_bench.llcsim_native"] +
+                               [relative(x) for x in (argv or sys.argv[1:])])}
     with open(a.out, "w") as f:
         json.dump(out, f, indent=1)
     say(f"wrote {a.out}")
