@@ -237,3 +237,24 @@ def test_a_page_measured_again_keeps_its_index_block_with_a_stale_headline(tmp_p
     assert results_index.main(["--results", str(tmp_path)]) == 1
     (tmp_path / "x.md").write_text(text.replace(report.STALE + "1.20x", "1.05x"))
     assert results_index.main(["--results", str(tmp_path)]) == 0
+
+
+def test_a_page_measured_again_keeps_its_analysis_marked_stale(tmp_path):
+    from mccdb_bench import results_index
+    (tmp_path / "x.md").write_text("# X\n\n<!-- analysis: by hand -->\nthe old run shows 1.20x\n"
+                                   "<!-- /analysis -->\n\n<!-- results-index\norder: 1\nkind: native\n"
+                                   "what: w\nheadline: 1.20x\n-->\n")
+    (tmp_path / "README.md").write_text(f"# R\n\n{results_index.BEGIN}\n{results_index.END}\n")
+    res = report.Result("x", "X again", outdir=tmp_path)
+    res.add("new numbers")
+    text = res.write().read_text()
+    assert "the old run shows 1.20x" in text and report.ANALYSIS_STALE in text
+    assert text.index("new numbers") < text.index("the old run") < text.index("<!-- results-index")
+    # measured a third time: still one stale mark, still one analysis
+    text = res.write().read_text()
+    assert text.count(report.ANALYSIS_STALE) == 1 and text.count("<!-- /analysis -->") == 1
+    (tmp_path / "x.md").write_text(text.replace(report.STALE + "1.20x", "1.05x"))
+    assert results_index.main(["--results", str(tmp_path)]) == 1     # the analysis is still stale
+    (tmp_path / "x.md").write_text(text.replace(report.STALE + "1.20x", "1.05x")
+                                   .replace(report.ANALYSIS_STALE + "\n\n", ""))
+    assert results_index.main(["--results", str(tmp_path)]) == 0

@@ -11,6 +11,11 @@ from ..paths import RESULTS, ROOT
 # The page's entry in docs/results/README.md (mccdb_bench.results_index).
 INDEX_BLOCK = re.compile(r"<!--\s*results-index\s*\n(.*?)-->", re.S)
 STALE = "STALE, from the run before this one: "
+# What someone wrote about a run, kept when the page is re-made, marked as
+# belonging to the run before (results_index refuses it until it is redone).
+ANALYSIS_BLOCK = re.compile(r"<!-- analysis:.*?-->\n.*?<!-- /analysis -->", re.S)
+ANALYSIS_STALE = ("**STALE: written for the run before this one; its numbers are that run's, "
+                  "not those of the tables above.**")
 from . import machine
 
 
@@ -66,11 +71,20 @@ def command_line():
 
 
 def write_page(path, text):
-    """Write a results page.  A results-index block of the page's earlier
-    version (docs/results/README.md is made from it) is kept, its headline
-    marked stale: the index refuses it until someone writes the new one."""
+    """Write a results page.  The earlier version's analysis block (written by
+    hand) and results-index block (docs/results/README.md is made from it)
+    are kept, both marked stale: the index refuses the page until someone
+    writes them for the new run."""
     path = pathlib.Path(path)
-    old = INDEX_BLOCK.search(path.read_text()) if path.exists() else None
+    before = path.read_text() if path.exists() else ""
+    analysis = ANALYSIS_BLOCK.search(before)
+    if analysis:
+        block = analysis.group(0)
+        if ANALYSIS_STALE not in block:
+            first, _, rest = block.partition("\n")
+            block = f"{first}\n{ANALYSIS_STALE}\n\n{rest}"
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    old = INDEX_BLOCK.search(before)
     if old:
         block = re.sub(r"^headline: (?!STALE)", "headline: " + STALE, old.group(0), flags=re.M)
         text = text.rstrip("\n") + "\n\n" + block + "\n"
