@@ -32,12 +32,13 @@
 #   MEM (1024 MiB) BOOT_TIMEOUT (s) JOBS (2) TABLE2_REPS (3)
 #   SYNC (10000: modeled-time quantum in cycles between the vCPUs, 0 = off)
 #   PG_TPCH (0.05) PG_QUERIES (q01,q03,q05,q06,q08,q09,q18,q20,q21)
-#   PG_COLORS (32,16,8,4,2) PG_HASH (25,20) PG_INDEX (12,8)
+#   PG_COLORS (32,16,8,4,2) PG_HASH (25,20) PG_INDEX (12,8) PG_REPS (3)
 #   LAT_SEQ (20: cycles of an LLC miss to the line after a recent miss, i.e. a
 #   prefetched stream; 200 = every miss costs the memory latency)
 #   ROB (0) MSHR (24): independent LLC misses within ROB instructions overlap,
 #   at most MSHR at once (the guest RAM is then a file in /dev/shm); ROB 0 =
-#   additive timing, every miss costs the full latency; mlp uses ROB_MLP (320)
+#   additive timing, every miss costs the full latency; mlp uses ROB_MLP (320),
+#   pg-fig2 and pg-fig6 ROB_PG (320)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -89,17 +90,27 @@ boot() {
 		"$kp/scripts/mkinitramfs.sh" -o "$initrd" -t "$build/guest" -T "${PROG_TIMEOUT:-600}" -l "$list" >&2
 	local parg="$build/libllcsim.so,llc=$LLC_SIZE,llc_ways=$LLC_WAYS,l2=$L2_SIZE,l2_ways=$L2_WAYS"
 	parg+=",l1=$L1_SIZE,l1_ways=$L1_WAYS,line=64,repl=$REPL,sync=$SYNC,lat_seq=$LAT_SEQ,out=$simout"
-	local t0=$SECONDS rc=0 ram=
+	local t0=$SECONDS rc=0 ram= noguard=()
 	if [ "$ROB" != 0 ]; then
-		# the guest RAM in a file the plugin maps, for the values of missed loads
+		# the guest RAM in a file the plugin maps, for the values of missed
+		# loads; removed however this (sub)shell ends
 		ram=$(mktemp /dev/shm/llcsim-ram.XXXXXX)
+		# shellcheck disable=SC2064 # expand $ram now
+		trap "rm -f '$ram'" EXIT
+		trap 'exit 143' INT TERM
 		truncate -s "${MEM}M" "$ram"
 		parg+=",rob=$ROB,mshr=$MSHR,ram=$ram"
 	fi
+	# Modeled cycles do not depend on the host's load (the vCPUs advance in
+	# modeled time together), but the wall time does and the rule is one
+	# experiment at a time: the quiet-machine guard, except for --quick.
+	[ $QUICK = 1 ] && noguard=(--no-guard)
+	rm -f "$build/$name.guard.md"
 	PATH="$here/scripts/qemu-wrap:$PATH" LLCSIM_PLUGIN_ARG="$parg" LLCSIM_RAM="$ram" \
+		"$py" -m mccdb_bench.harness.quiet "${noguard[@]}" --own-load 2 --what "the guest run" \
+		--summary "$build/$name.guard.md" -- \
 		"$kp/scripts/boot-test.sh" -k "$kernel" -i "$initrd" -o "$serial" \
 		-e any -m "$MEM" -s 2 -t "$timeout" -a "page_colors=$COLORS" >&2 || rc=$?
-	[ -z "$ram" ] || rm -f "$ram"
 	log "$name: guest run took $((SECONDS - t0)) s (boot-test exit $rc)"
 	echo "$serial $simout $rc $((SECONDS - t0))"
 }
@@ -204,7 +215,8 @@ pg_run() {
 	image=$build/$name.cpio
 	kernel=$("$repo/scripts/testbox/mkimage.sh" -o "$image" -t "$here/pg" -l "$list" \
 		-T "${BOOT_TIMEOUT:-10800}" -b "$build/guest/llcsim" | tail -1)
-	read -r serial simout rc secs < <(MEM=${PG_MEM:-2048} boot "$name" "" "${BOOT_TIMEOUT:-10800}" "$image" "$kernel")
+	# the overlap timing model (validated in llcsim-mlp) unless ROB_PG=0
+	read -r serial simout rc secs < <(ROB=${ROB_PG:-320} MEM=${PG_MEM:-2048} boot "$name" "" "${BOOT_TIMEOUT:-10800}" "$image" "$kernel")
 	mkdir -p "$results"
 	"$py" "$here/scripts/analyze.py" "$mode" --serial "$serial" --sim "$simout" \
 		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --mem "${PG_MEM:-2048}" \
@@ -212,19 +224,22 @@ pg_run() {
 }
 
 # Figure 2: TPC-H queries with the server's memory on fewer colours (pg/cachesens).
-do_pg_fig2() {
+do_pg_fig2() {	# PG_REPS repetitions, the queries in an order of their own in each
 	# the paper's Figure 2 (Q1, Q5, Q8, Q9, Q18, Q20, Q21) and Q3, Q6
 	local queries=${PG_QUERIES:-q01,q03,q05,q06,q08,q09,q18,q20,q21} colors=${PG_COLORS:-32,16,8,4,2}
-	[ $QUICK = 1 ] && { queries=q01,q03; colors=32,4; }
+	local reps=${PG_REPS:-3}
+	[ $QUICK = 1 ] && { queries=q01,q03; colors=32,4; reps=1; }
 	TESTBOX_TPCH=${PG_TPCH:-0.05} pg_run pg-fig2 pgfig2 llcsim-fig2-tpch.md \
-		"cachesens:$queries:$colors" --tpch "${PG_TPCH:-0.05}" \
-		--cmd "${PG_QUERIES:+PG_QUERIES=$PG_QUERIES }${PG_COLORS:+PG_COLORS=$PG_COLORS }benchmarks/llcsim/run.sh pg-fig2${2:+ $2}"
+		"cachesens:$queries:$colors:$reps" --tpch "${PG_TPCH:-0.05}" \
+		--cmd "${PG_QUERIES:+PG_QUERIES=$PG_QUERIES }${PG_COLORS:+PG_COLORS=$PG_COLORS }${PG_REPS:+PG_REPS=$PG_REPS }benchmarks/llcsim/run.sh pg-fig2${2:+ $2}"
 }
 
 # Figure 6: two hash-join and two index-join PLQs as the policies pair them (pg/corun).
 do_pg_fig6() {
-	pg_run pg-fig6 pgfig6 llcsim-fig6-plq.md "corun:${PG_HASH:-25,20}:${PG_INDEX:-12,8}" \
-		--cmd "benchmarks/llcsim/run.sh pg-fig6"
+	local reps=${PG_REPS:-3}
+	[ $QUICK = 1 ] && reps=1
+	pg_run pg-fig6 pgfig6 llcsim-fig6-plq.md "corun:${PG_HASH:-25,20}:${PG_INDEX:-12,8}:$reps" \
+		--cmd "${PG_HASH:+PG_HASH=$PG_HASH }${PG_INDEX:+PG_INDEX=$PG_INDEX }${PG_REPS:+PG_REPS=$PG_REPS }benchmarks/llcsim/run.sh pg-fig6${2:+ $2}"
 }
 
 case "${1:-}" in

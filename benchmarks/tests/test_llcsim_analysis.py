@@ -114,3 +114,70 @@ def test_native_timing_refuses_bad_sizes(tmp_path):
     r = subprocess.run([sys.executable, "-m", "mccdb_bench.llcsim_native", "--no-guard", "--kib", "10",
                         "--out", str(tmp_path / "x.json")], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "--kib >= 1024" in r.stderr
+
+
+def pg_dump(tag, cycles, vcpu=0):
+    return (f"dump seq={tag} tag={tag} vcpu={vcpu} u_insns=100 u_acc=1000 u_l1m=500 u_l2m=400 "
+            f"u_llcm={cycles // 1000} u_seqm=0 u_cycles={cycles} k_insns=0 k_acc=0 k_l1m=0 k_l2m=0 "
+            f"k_llcm=0 k_seqm=0 k_cycles=0 acc_by_vcpu=1000/0")
+
+
+def analyze_pg(tmp, mode, ser, sim):
+    (tmp / "p.serial.log").write_text("\n".join(["=== PCTEST cmdline: page_colors=32"] + ser) + "\nok 1 - x\n")
+    (tmp / "p.sim.log").write_text("\n".join(["config colors=32 line=64"] + sim) + "\n")
+    out = tmp / f"{mode}.md"
+    p = subprocess.run([sys.executable, str(ANALYZE), mode, "--serial", str(tmp / "p.serial.log"),
+                        "--sim", str(tmp / "p.sim.log"), "--boot-rc", "0", "--secs", "1",
+                        "--out", str(out), "--cmd", "test"], capture_output=True, text=True)
+    return p, out.read_text() if out.exists() else ""
+
+
+def cells(page, first):
+    row = next(ln for ln in page.splitlines() if ln.startswith(f"| {first} |"))
+    return [c.strip() for c in row.strip("|").split("|")]
+
+
+def test_figure2_ratios_are_taken_within_a_repetition(tmp_path):
+    # q01 on 32 and 4 colours in 3 repetitions; repetition r runs 10 r %
+    # slower throughout, and 4 colours cost 1.5x, 1.6x, 1.7x of 32
+    ser, sim, tag = [], [], 1
+    for r, slow in ((1, 1.5), (2, 1.6), (3, 1.7)):
+        for k, f in ((32, 1.0), (4, slow)):
+            ser.append(f"LLCSIM-PG tag={tag} rep={r} query=q01 colors={k} rows=4")
+            sim.append(pg_dump(tag, int(1e6 * (1 + r / 10) * f)))
+            tag += 1
+    p, page = analyze_pg(tmp_path, "pgfig2", ser, sim)
+    assert p.returncode == 0, p.stdout + p.stderr
+    row = next(ln for ln in page.splitlines() if ln.startswith("| q01 | 4 |"))
+    assert " 1.60 (1.50-1.70) " in row, row
+    assert "3 repetition(s)" in page
+    assert "No quiet-machine guard record" in page, "no guard file beside this serial log"
+
+
+def test_figure6_batches_over_repetitions(tmp_path):
+    # per repetition: alone 1 Mcycles each; default batch 4 M; sls 3 M; mls
+    # and mls-part 2.5 M, 2.7 M and 2.9 M over the three repetitions
+    ser, sim, tag = ["LLCSIM-PG partition: on"], [], 1
+
+    def phase(rep, policy, n, c0, c1, cyc0, cyc1):
+        nonlocal tag
+        ser.append(f"LLCSIM-PG rep={rep} policy={policy} phase={n} tag0={tag} tag1={tag + 1} cpu0={c0} cpu1={c1}")
+        sim.extend([pg_dump(tag, cyc0), pg_dump(tag + 1, cyc1, 1)])
+        tag += 2
+    for rep, mls in ((1, 2.5), (2, 2.7), (3, 2.9)):
+        for q in ("hash-25", "hash-20", "index-12", "index-8"):
+            phase(rep, "alone", 1, q, "-", 10**6, 0)
+        phase(rep, "default", 1, "-", "-", 4 * 10**6, 3 * 10**6)
+        phase(rep, "sls", 1, "hash-25", "hash-20", 15 * 10**5, 10**6)
+        phase(rep, "sls", 2, "index-12", "index-8", 15 * 10**5, 10**6)
+        for pol in ("mls", "mls-part"):
+            phase(rep, pol, 1, "hash-25", "index-12", int(mls / 2 * 10**6), 10**6)
+            phase(rep, pol, 2, "hash-20", "index-8", int(mls / 2 * 10**6), 10**6)
+    p, page = analyze_pg(tmp_path, "pgfig6", ser, sim)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert cells(page, "default")[1:] == ["4.0 (4.0-4.0)", "1.000 (1.000-1.000)"]
+    assert cells(page, "sls")[1:] == ["3.0 (3.0-3.0)", "0.750 (0.750-0.750)"]
+    assert cells(page, "mls")[1:] == ["2.7 (2.5-2.9)", "0.675 (0.625-0.725)"]
+    assert cells(page, "hash-25")[3] == "1.500 (1.500-1.500)", "sls slowdown of hash-25"
+    assert cells(page, "hash-25")[5] == "1.350 (1.250-1.450)", "mls slowdown of hash-25"
+    assert (tmp_path / "pgfig6.png").stat().st_size > 0

@@ -69,3 +69,29 @@ def test_the_report_gives_the_load_the_experiment_started_at(monkeypatch, tmp_pa
     res.guard = quiet.Guard(say=lambda m: None, load=0.5, timeout=60)
     res.guard.start()
     assert "when the guard let the experiment start: 1-minute 0.40" in res.header()
+
+
+def test_the_command_line_runs_the_command_behind_the_guard(monkeypatch, tmp_path):
+    monkeypatch.setattr(quiet, "cpu_busy", lambda seconds=2.0: 0.0)
+    monkeypatch.setattr(quiet, "loadavg1", lambda: 0.1)
+    summary = tmp_path / "guard.md"
+    rc = quiet.main(["--summary", str(summary), "--own-load", "2", "--", "sh", "-c", "exit 3"])
+    assert rc == 3, "the command's status"
+    text = summary.read_text()
+    assert "Host load average (1/5/15 min) when the guard let the run start: 1-minute 0.10" in text
+    assert "before each of 1 configuration the CPUs were at most 0% busy" in text
+
+
+def test_the_command_line_refuses_a_loaded_machine_and_runs_nothing(monkeypatch, tmp_path):
+    monkeypatch.setattr(quiet, "loadavg1", lambda: 4.0)
+    monkeypatch.setattr(quiet.time, "sleep", lambda s: None)
+    monkeypatch.setenv("MCCDB_QUIET_TIMEOUT", "0")
+    ran = tmp_path / "ran"
+    rc = quiet.main(["--summary", str(tmp_path / "g.md"), "--", "touch", str(ran)])
+    assert rc == 75 and not ran.exists() and not (tmp_path / "g.md").exists()
+
+
+def test_the_command_line_without_the_guard_says_so(tmp_path):
+    summary = tmp_path / "guard.md"
+    assert quiet.main(["--no-guard", "--summary", str(summary), "--", "true"]) == 0
+    assert "No quiet-machine guard (--no-guard)" in summary.read_text()

@@ -35,6 +35,14 @@ server() {
 	as_pg "$* pg_ctl -D /pgdata -l $out/server-$c.log -w -t 600 start" >/dev/null
 }
 sql() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+# shuffled SEED WORD...: the words in an order fixed by SEED (one repetition
+# of an experiment each; busybox shuf takes no seed)
+shuffled() {
+	local seed=$1
+	shift
+	printf '%s\n' "$@" | awk -v s="$seed" 'BEGIN { srand(s + 1) } { print rand() "\t" $0 }' |
+		sort -n | cut -f2 | tr '\n' ' '
+}
 # Print the archive the host unpacks, and end.
 finish() {
 	pagecolor --stats > $out/stats.txt 2>&1

@@ -105,6 +105,17 @@ def sh(cmd):
         return '?'
 
 
+def guard_lines(args):
+    """The quiet-machine guard's record of the guest run (run.sh boot writes
+    NAME.guard.md beside NAME.serial.log)."""
+    path = args.serial.replace('.serial.log', '.guard.md')
+    try:
+        with open(path) as f:
+            return f.read().rstrip('\n')
+    except OSError:
+        return '- **No quiet-machine guard record for this guest run.**'
+
+
 def machine(args, d):
     cpu = sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2").strip()
     q = sh('qemu-system-x86_64 --version | head -1')
@@ -113,8 +124,8 @@ def machine(args, d):
     c = d['config']
     return '\n'.join([
         '## Machine and configuration', '',
-        f'- Host: {platform.node()}, {os.cpu_count()} vCPUs ({cpu}), kernel {platform.release()}, '
-        f'load average at report time {os.getloadavg()[0]:.1f}.',
+        f'- Host: {platform.node()}, {os.cpu_count()} vCPUs ({cpu}), kernel {platform.release()}.',
+        guard_lines(args),
         f'- {q}, `-accel tcg` (MTTCG: one host thread per vCPU), `-cpu qemu64,l3-cache=on -smp 2 '
         f'-m {args.mem}`; guest: patched Linux 6.1 (kernel-patch series, test.config + CONFIG_ACPI) '
         f'booted with `page_colors=32`.',
@@ -532,7 +543,7 @@ def mlp(args, d):
               f'- {native["machine"]}; {native["date"]}, {native["minutes"]} min, {native["reps"]} rounds, '
               f'loops in a shuffled order per round; 1-minute load at the start '
               f'{native["load_at_start"] if native["load_at_start"] is not None else "not checked"}.',
-              f'- {native["guard"]}' if native["guard"] else '- (no guard record)',
+              native["guard"] or '- **No quiet-machine guard record for the native runs.**',
               f'- Command: `{native["command"]}`', '',
               '| loop | ns per load, median (min-max) | chase / loop, per round |', '| --- | --- | --- |']
         for kind in ('chase', 'rand', 'stream', 'hash'):
@@ -595,14 +606,16 @@ def guest_tap(d):
 
 def pgfig2(args, d):
     """Figure 2: modeled time and LLC misses of each TPC-H query against the
-    colours its server's memory may use, relative to all colours."""
+    colours its server's memory may use, relative to all colours in the same
+    repetition; median (min-max) over the repetitions."""
     runs = d.get('pg', [])
-    byq = {}
+    byq = {}    # query -> colours -> repetition -> counts
     for r in runs:
         if total(d, r['tag'], 'cycles') is None:
             continue
-        byq.setdefault(r['query'], {})[int(r['colors'])] = {
+        byq.setdefault(r['query'], {}).setdefault(int(r['colors']), {})[int(r.get('rep', 1))] = {
             f: total(d, r['tag'], f) for f in ('cycles', 'llcm', 'insns')}
+    reps = sorted({rep for q in byq.values() for k in q.values() for rep in k})
     ncol = int(d['config'].get('colors', 32))
     llc_kib = args.llc_kib
     L = ['# Figure 2 in the simulator: cache sensitivity of TPC-H queries on PostgreSQL', '',
@@ -612,10 +625,13 @@ def pgfig2(args, d):
          'inherited by every backend), so the buffer pool, hash tables and all other memory of the '
          f'query sit in K/{ncol} of the {llc_kib} KiB LLC. One warm-up run fills the buffer pool, '
          'the caches are flushed, then the measured run (vCPU 0: the pinned server; psql on vCPU 1 '
-         'is not counted). Time and misses are user + kernel of vCPU 0 in the region.', '',
+         'is not counted). Time and misses are user + kernel of vCPU 0 in the region. '
+         f'{len(reps)} repetition(s), the queries in an order of their own in each; a ratio is taken '
+         'against all colours in the same repetition; median (min-max) over the repetitions.', '',
          machine(args, d),
          '## Results', '',
-         '| query | colours | LLC share | modeled Mcycles | time vs all colours | LLC misses | misses vs all colours | instructions (M) |',
+         '| query | colours | LLC share | modeled Mcycles | time vs all colours | LLC misses (M) | '
+         'misses vs all colours | instructions (M) |',
          '|---|---|---|---|---|---|---|---|']
     series = {}
     for q in sorted(byq):
@@ -623,23 +639,28 @@ def pgfig2(args, d):
         full = byq[q][max(ks)]
         for k in ks:
             v = byq[q][k]
-            rt = v['cycles'] / full['cycles'] if full['cycles'] else 0
-            rm = v['llcm'] / full['llcm'] if full['llcm'] else 0
+            paired = [rep for rep in v if rep in full]
+            rt = summarize(v[rep]['cycles'] / full[rep]['cycles'] for rep in paired if full[rep]['cycles'])
+            rm = summarize(v[rep]['llcm'] / full[rep]['llcm'] for rep in paired if full[rep]['llcm'])
             series.setdefault(q, []).append((k * llc_kib / ncol, rt))
-            L.append(f'| {q} | {k} | {k * llc_kib // ncol} KiB | {v["cycles"] / 1e6:.1f} | {rt:.2f} | '
-                     f'{v["llcm"]} | {rm:.2f} | {v["insns"] / 1e6:.1f} |')
+            L.append(f'| {q} | {k} | {k * llc_kib // ncol} KiB | '
+                     f'{summarize(x["cycles"] / 1e6 for x in v.values()).fmt(1)} | {rt.fmt()} | '
+                     f'{summarize(x["llcm"] / 1e6 for x in v.values()).fmt(3)} | {rm.fmt()} | '
+                     f'{summarize(x["insns"] / 1e6 for x in v.values()).fmt(1)} |')
     L.append('')
     if series:
         plt = plt_mod()
-        fig, ax = plt.subplots(figsize=(6, 4))
+        fig, ax = plt.subplots(figsize=(7, 4.5))
         for q, pts in series.items():
-            pts.sort()
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker='o', label=q)
+            pts.sort(key=lambda p: p[0])
+            ax.errorbar([p[0] for p in pts], [p[1].median for p in pts],
+                        yerr=[[p[1].median - p[1].lo for p in pts], [p[1].hi - p[1].median for p in pts]],
+                        marker='o', capsize=3, label=q)
         ax.set_xscale('log', base=2)
         ax.set_xlabel('LLC share of the query (KiB, log scale)')
         ax.set_ylabel('modeled time / time with all colours')
-        ax.set_title('Cache sensitivity (simulated LLC, PostgreSQL 15)')
-        ax.legend(fontsize=8)
+        ax.set_title(f'Cache sensitivity (simulated LLC, PostgreSQL 15; median, min-max of {len(reps)})')
+        ax.legend(fontsize=8, ncol=2)
         fig.tight_layout()
         png = args.out.replace('.md', '.png')
         fig.savefig(png, dpi=110)
@@ -647,7 +668,8 @@ def pgfig2(args, d):
     n_ok, n_bad = guest_tap(d)
     ok = args.boot_rc == 0 and bool(byq) and not n_bad
     L += [f'Guest TAP: {n_ok} ok, {n_bad} not ok '
-          '(each measured run ended without error; each query returned the same rows on every colour count).', '']
+          '(each measured run ended without error; each query returned the same rows on every colour '
+          'count and in every repetition).', '']
     write_page(args.out, '\n'.join(L) + '\n')
     print(f'{"ok" if ok else "not ok"} - pg-fig2: {len(runs)} measured runs, boot-test exit {args.boot_rc}')
     return 0 if ok else 1
@@ -655,24 +677,28 @@ def pgfig2(args, d):
 
 def pgfig6(args, d):
     """Figure 6: modeled batch time and per-query slowdown of two hash-join
-    and two index-join PLQs as each policy pairs them on the two vCPUs."""
+    and two index-join PLQs as each policy pairs them on the two vCPUs;
+    ratios within a repetition, median (min-max) over the repetitions."""
     phases = [r for r in d.get('pg', []) if 'policy' in r]
-    alone, per, batch = {}, {}, {}
+    alone, per, batch = {}, {}, {}     # rep -> query / policy -> ...
     missing = 0
     for r in phases:
         c0, c1 = total(d, r['tag0'], 'cycles'), total(d, r['tag1'], 'cycles')
         if c0 is None or c1 is None:
             missing += 1
             continue
-        pol = r['policy']
-        batch[pol] = batch.get(pol, 0) + max(c0, c1)
+        pol, rep = r['policy'], int(r.get('rep', 1))
+        b = batch.setdefault(rep, {})
+        b[pol] = b.get(pol, 0) + max(c0, c1)
         for cpu, cyc, tag in (('cpu0', c0, r['tag0']), ('cpu1', c1, r['tag1'])):
             q = r[cpu]
             if q == '-':
                 continue
             v = {'cycles': cyc, 'llcm': total(d, tag, 'llcm')}
-            (alone if pol == 'alone' else per.setdefault(pol, {}))[q] = v
-    order = [p for p in ('default', 'sls', 'mls', 'mls-part') if p in batch]
+            (alone.setdefault(rep, {}) if pol == 'alone' else per.setdefault(rep, {}).setdefault(pol, {}))[q] = v
+    reps = sorted(batch)
+    order = [p for p in ('default', 'sls', 'mls', 'mls-part') if any(p in batch[rep] for rep in reps)]
+    queries = sorted({q for a in alone.values() for q in a})
     part = next((ln.split('partition: ', 1)[1] for ln in d['serial'] if 'LLCSIM-PG partition:' in ln), '?')
     L = ['# Figure 6 in the simulator: co-scheduling and partitioning with PostgreSQL', '',
          'Two hash-join PLQs (forced hash join, hash table on `part`) and two index-join PLQs '
@@ -683,48 +709,66 @@ def pgfig6(args, d):
          'pairs on a server with mccdb preloaded, `mccdb.partition = auto`, which put '
          f'"{part}"). Each backend is pinned to its vCPU; caches are flushed before each phase; '
          'a phase lasts as long as its slower vCPU (modeled cycles, user + kernel), a batch is '
-         'the sum of its phases. "alone" is each query by itself on vCPU 0 of the stock server.', '',
+         'the sum of its phases. "alone" is each query by itself on vCPU 0 of the stock server. '
+         f'{len(reps)} repetition(s): on the stock server the policies (alone included) in an order '
+         'of their own in each, then MLS + partitioning on its own server; ratios are taken within a '
+         'repetition, median (min-max) over the repetitions.', '',
          machine(args, d), '## Batch', '',
          '| policy | batch modeled Mcycles | vs default |', '|---|---|---|']
+
+    def batch_ratio(p):
+        return summarize(batch[rep][p] / batch[rep]['default'] for rep in reps
+                         if p in batch[rep] and 'default' in batch[rep])
     for p in order:
-        L.append(f'| {p} | {batch[p] / 1e6:.1f} | {batch[p] / batch[order[0]]:.3f} |')
+        L.append(f'| {p} | {summarize(batch[rep][p] / 1e6 for rep in reps if p in batch[rep]).fmt(1)} | '
+                 f'{batch_ratio(p).fmt(3)} |')
     if alone:
-        L.append(f'| (sum of alone runs / 2) | {sum(v["cycles"] for v in alone.values()) / 2e6:.1f} | '
-                 f'{sum(v["cycles"] for v in alone.values()) / 2 / batch[order[0]]:.3f} |')
+        L.append('| (sum of alone runs / 2) | '
+                 f'{summarize(sum(v["cycles"] for v in alone[rep].values()) / 2e6 for rep in alone).fmt(1)} | '
+                 f'{summarize(sum(v["cycles"] for v in alone[rep].values()) / 2 / batch[rep]["default"] for rep in alone if "default" in batch[rep]).fmt(3)} |')
+    shown = [p for p in order if p != 'default']
     L += ['', '## Per query (pinned pairs)', '',
           '| query | alone Mcycles | alone LLC misses | ' +
-          ' | '.join(f'{p} slowdown | {p} LLC misses' for p in order if p != 'default') + ' |',
-          '|---|---|---|' + '---|---|' * len([p for p in order if p != 'default'])]
+          ' | '.join(f'{p} slowdown | {p} LLC misses' for p in shown) + ' |',
+          '|---|---|---|' + '---|---|' * len(shown)]
     slow = {}
-    for q in sorted(alone):
-        a = alone[q]
-        row = f'| {q} | {a["cycles"] / 1e6:.1f} | {a["llcm"]} |'
-        for p in order:
-            if p == 'default':
-                continue
-            v = per.get(p, {}).get(q)
-            if v:
-                slow.setdefault(p, {})[q] = v['cycles'] / a['cycles']
-                row += f' {v["cycles"] / a["cycles"]:.3f} | {v["llcm"]} |'
+    for q in queries:
+        a = [alone[rep][q] for rep in reps if q in alone.get(rep, {})]
+        row = (f'| {q} | {summarize(x["cycles"] / 1e6 for x in a).fmt(1)} | '
+               f'{summarize(x["llcm"] for x in a).fmt(0)} |')
+        for p in shown:
+            pairs = [(per[rep][p][q], alone[rep][q]) for rep in reps
+                     if q in per.get(rep, {}).get(p, {}) and q in alone.get(rep, {})]
+            if pairs:
+                sm = summarize(v['cycles'] / al['cycles'] for v, al in pairs)
+                slow.setdefault(p, {})[q] = sm
+                row += f' {sm.fmt(3)} | {summarize(v["llcm"] for v, _ in pairs).fmt(0)} |'
             else:
                 row += ' - | - |'
         L.append(row)
     L.append('')
-    if slow:
+    if slow and 'default' in order:
         plt = plt_mod()
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
-        qs = sorted(alone)
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
         w = 0.8 / max(1, len(slow))
+
+        def bars(ax, xs, sms, width, label=None):
+            ax.bar(xs, [m.median for m in sms], width, label=label,
+                   yerr=[[m.median - m.lo for m in sms], [m.hi - m.median for m in sms]], capsize=3)
         for i, p in enumerate(slow):
-            ax1.bar([j + i * w for j in range(len(qs))], [slow[p].get(q, 0) for q in qs], w, label=p)
-        ax1.set_xticks([j + 0.4 - w / 2 for j in range(len(qs))])
-        ax1.set_xticklabels(qs, fontsize=8)
+            bars(ax1, [j + i * w for j in range(len(queries))], [slow[p][q] for q in queries], w, p)
+        ax1.set_xticks([j + 0.4 - w / 2 for j in range(len(queries))])
+        ax1.set_xticklabels(queries, fontsize=8)
         ax1.axhline(1.0, color='grey', lw=0.5)
+        ax1.set_xlabel('query (pinned pairs)')
         ax1.set_ylabel('modeled time / alone')
-        ax1.legend(fontsize=8)
-        ax2.bar(order, [batch[p] / batch[order[0]] for p in order])
+        ax1.legend(fontsize=8, loc='lower right')
+        bars(ax2, range(len(order)), [batch_ratio(p) for p in order], 0.6)
+        ax2.set_xticks(range(len(order)))
+        ax2.set_xticklabels(order)
+        ax2.set_xlabel('policy')
         ax2.set_ylabel('batch modeled time / default')
-        fig.suptitle('Co-scheduling in the simulated shared LLC (PostgreSQL 15)')
+        fig.suptitle(f'Co-scheduling in the simulated shared LLC (PostgreSQL 15; median, min-max of {len(reps)})')
         fig.tight_layout()
         png = args.out.replace('.md', '.png')
         fig.savefig(png, dpi=110)
@@ -732,8 +776,8 @@ def pgfig6(args, d):
     n_ok, n_bad = guest_tap(d)
     ok = args.boot_rc == 0 and not missing and len(order) == 4 and not n_bad
     L += [f'Guest TAP: {n_ok} ok, {n_bad} not ok '
-          '(every phase ended without error; every query returned under each policy the rows it '
-          f'returned alone); phases without counters: {missing}.', '']
+          '(every phase ended without error; every query returned under each policy, in every repetition, '
+          f'the rows it returned alone); phases without counters: {missing}.', '']
     write_page(args.out, '\n'.join(L) + '\n')
     print(f'{"ok" if ok else "not ok"} - pg-fig6: {len(phases)} phases, boot-test exit {args.boot_rc}')
     return 0 if ok else 1

@@ -9,9 +9,20 @@ average would still count the previous configuration's own queries for a
 minute or more.  The guard waits (up to MCCDB_QUIET_TIMEOUT seconds,
 default 600) and then refuses, saying so.  Every check is recorded, and the
 report says when the load rose during a configuration.
+
+Experiments that are not Python (the simulator's guest runs) run behind it
+as one configuration:
+
+    python -m mccdb_bench.harness.quiet --summary FILE [--no-guard] -- CMD...
+
+waits for the quiet machine, runs CMD, writes the guard's Markdown lines
+to FILE (a report includes them) and exits with CMD's status.
 """
+import argparse
 import contextlib
 import os
+import subprocess
+import sys
 import time
 
 
@@ -123,3 +134,33 @@ class Unguarded:
 
     def summary(self):
         return ("- **No quiet-machine guard (--no-guard): a test run; its numbers are not results.**\n")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Run one command behind the quiet-machine guard.")
+    ap.add_argument("--summary", required=True, help="file for the guard's Markdown lines")
+    ap.add_argument("--own-load", type=float, help="the load the command itself makes (default: the CPUs)")
+    ap.add_argument("--what", default="the run", help="the configuration's name in messages")
+    ap.add_argument("--no-guard", action="store_true", help="check nothing (tests); the lines say so")
+    ap.add_argument("command", nargs="+", help="the command (after --)")
+    a = ap.parse_args(argv)
+    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731 -- stdout belongs to the command
+    guard = Unguarded() if a.no_guard else Guard(say, own_load=a.own_load)
+    before = " ".join(open("/proc/loadavg").read().split()[:3])
+    try:
+        started = guard.start()
+        with guard.measuring(a.what):
+            rc = subprocess.run(a.command).returncode
+    except NotQuiet as e:
+        say(f"quiet: {e}")
+        return 75     # EX_TEMPFAIL: nothing ran
+    after = " ".join(open("/proc/loadavg").read().split()[:3])
+    start = (f"when the guard let the run start: 1-minute {started:.2f} ({before} before it waited)"
+             if started is not None else f"before: {before}")
+    with open(a.summary, "w") as f:
+        f.write(f"- Host load average (1/5/15 min) {start}, after: {after}\n" + guard.summary())
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
