@@ -76,6 +76,7 @@
 #include "nodes/nodeFuncs.h"
 #include "pgstat.h"
 #include "postmaster/interrupt.h"
+#include "query_stats.h"
 #include "snapshot.h"
 #include "state.h"
 #include "storage/condition_variable.h"
@@ -167,16 +168,8 @@ typedef struct KnownQuery
 	int			cls;
 	ModelCell	seconds;		/* log of its alone run time */
 	TimestampTz last_used;
-	/* cumulative statistics, as pg_stat_statements keeps (mccdb_query_stats) */
-	int64		admissions;
-	int64		bypasses;		/* top-level SELECTs of it the gate let pass */
-	int64		starved;		/* admitted because of mccdb.max_wait */
-	int64		lock_admitted;	/* admitted because others waited for its locks */
-	double		total_wait_ms;
-	double		max_wait_ms;
-	int64		coruns;			/* runs with company, measured against its history */
-	double		slowdown_sum;	/* of those runs: run time / alone time */
-	TimestampTz since;			/* when these counters started */
+	/* mccdb_query_stats' counters, where the server keeps none (query_stats.h) */
+	MccdbQueryCounters stats;
 } KnownQuery;
 
 typedef struct AdmissionShared
@@ -523,11 +516,13 @@ known_query(uint64 queryid, int cls, bool create, TimestampTz now)
 	if (!create)
 		return NULL;
 	/* bounded, like pg_stat_statements: the least recently used makes room */
+	if (oldest->queryid != 0)
+		mccdb_query_stats_forget(oldest->queryid, oldest->cls);
 	memset(oldest, 0, sizeof(*oldest));
 	oldest->queryid = queryid;
 	oldest->cls = cls;
 	oldest->last_used = now;
-	oldest->since = now;
+	oldest->stats.since = now;
 	return oldest;
 }
 
@@ -585,10 +580,10 @@ learn_from(AdmissionEntry *e, TimestampTz now)
 	else if (k != NULL && k->seconds.weight > 0)
 	{
 		double		alone = model_cell_value(&k->seconds, 0);
+		MccdbQueryCounters corun = {.coruns = 1, .slowdown_sum = seconds / alone};
 
 		(void) model_learn_completion(adm->learned, e->cls, seconds / alone, overlap);
-		k->coruns++;
-		k->slowdown_sum += seconds / alone;
+		mccdb_query_stats_add(&k->stats, k->queryid, k->cls, &corun);
 		k->last_used = now;
 	}
 }
@@ -632,8 +627,9 @@ release_entry(void)
 static void
 admission_shmem_exit(int code, Datum arg)
 {
-	if (adm == NULL || !(holding || took_hold))
+	if (adm == NULL)
 		return;
+	/* a FATAL may have come while a lock was held */
 	LWLockReleaseAll();
 	release_entry();
 	if (took_hold)
@@ -644,6 +640,8 @@ admission_shmem_exit(int code, Datum arg)
 		LWLockRelease(adm->lock);
 		ConditionVariableBroadcast(&adm->cv);
 	}
+	/* counts noted under the lock, by a statement that failed too */
+	mccdb_query_stats_report();
 }
 
 static void
@@ -1007,11 +1005,10 @@ admit_locked(MccdbStatement *st, AdmissionEntry *e, TimestampTz enqueued,
 		adm->lock_admitted_total++;
 	if (k != NULL)
 	{
-		k->admissions++;
-		k->starved += starved;
-		k->lock_admitted += for_locks;
-		k->total_wait_ms += waited_ms;
-		k->max_wait_ms = Max(k->max_wait_ms, waited_ms);
+		MccdbQueryCounters admission = {.admissions = 1, .starved = starved,
+		.lock_admitted = for_locks, .total_wait_ms = waited_ms, .max_wait_ms = waited_ms};
+
+		mccdb_query_stats_add(&k->stats, k->queryid, k->cls, &admission);
 		k->last_used = now;
 	}
 	st->admission.gated = true;
@@ -1089,6 +1086,7 @@ wait_for_admission(MccdbStatement *st)
 			LWLockRelease(adm->lock);
 			if (admitted)
 			{
+				mccdb_query_stats_report();
 				if (log_min_wait_ms >= 0 &&
 					TimestampDifferenceExceeds(enqueued, now, log_min_wait_ms))
 					ereport(LOG,
@@ -1149,8 +1147,14 @@ count_bypass(MccdbStatement *st)
 		return;
 	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
 	if (adm->known[found].queryid == queryid)
-		adm->known[found].bypasses++;
+	{
+		KnownQuery *k = &adm->known[found];
+		MccdbQueryCounters bypass = {.bypasses = 1};
+
+		mccdb_query_stats_add(&k->stats, k->queryid, k->cls, &bypass);
+	}
 	LWLockRelease(adm->lock);
+	mccdb_query_stats_report();
 }
 
 /* An admitted statement runs again (the next FETCH): take its slots back. */
@@ -1238,6 +1242,8 @@ mccdb_admission_statement_end(MccdbStatement *st)
 			st->admission.released = GetCurrentTimestamp();
 		release_entry();
 	}
+	/* also what an earlier statement that failed left noted */
+	mccdb_query_stats_report();
 }
 
 void
@@ -1652,6 +1658,7 @@ mccdb_query_stats(PG_FUNCTION_ARGS)
 				i;
 
 	require_shmem();
+	mccdb_query_stats_report();		/* this session's own counts too */
 	InitMaterializedSRF(fcinfo, 0);
 	copy = palloc(sizeof(KnownQuery) * KNOWN_QUERIES);
 	LWLockAcquire(adm->lock, LW_SHARED);
@@ -1662,24 +1669,26 @@ mccdb_query_stats(PG_FUNCTION_ARGS)
 	for (i = 0; i < n; i++)
 	{
 		KnownQuery *k = &copy[i];
+		MccdbQueryCounters c;
 		Datum		values[13];
 		bool		nulls[13] = {0};
 
+		mccdb_query_stats_get(&k->stats, k->queryid, k->cls, &c);
 		values[0] = Int64GetDatum((int64) k->queryid);
 		values[1] = CStringGetTextDatum(mccdb_locality_class_name(k->cls));
-		values[2] = Int64GetDatum(k->admissions);
-		values[3] = Int64GetDatum(k->bypasses);
-		values[4] = Float8GetDatum(k->total_wait_ms);
-		values[5] = Float8GetDatum(k->max_wait_ms);
-		values[6] = Float8GetDatum(k->admissions ? k->total_wait_ms / k->admissions : 0);
-		values[7] = Int64GetDatum(k->starved);
-		values[8] = Int64GetDatum(k->lock_admitted);
-		values[9] = Int64GetDatum(k->coruns);
-		values[10] = Float8GetDatum(k->coruns ? k->slowdown_sum / k->coruns : 0);
-		nulls[10] = k->coruns == 0;
+		values[2] = Int64GetDatum(c.admissions);
+		values[3] = Int64GetDatum(c.bypasses);
+		values[4] = Float8GetDatum(c.total_wait_ms);
+		values[5] = Float8GetDatum(c.max_wait_ms);
+		values[6] = Float8GetDatum(c.admissions ? c.total_wait_ms / c.admissions : 0);
+		values[7] = Int64GetDatum(c.starved);
+		values[8] = Int64GetDatum(c.lock_admitted);
+		values[9] = Int64GetDatum(c.coruns);
+		values[10] = Float8GetDatum(c.coruns ? c.slowdown_sum / c.coruns : 0);
+		nulls[10] = c.coruns == 0;
 		values[11] = Float8GetDatum(model_cell_value(&k->seconds, 0));
 		nulls[11] = k->seconds.weight == 0;
-		values[12] = TimestampTzGetDatum(k->since);
+		values[12] = TimestampTzGetDatum(c.since);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -1693,14 +1702,16 @@ mccdb_query_stats_reset(PG_FUNCTION_ARGS)
 	int			i;
 
 	require_shmem();
+	/* this session's counts first, so that none lands after the reset */
+	mccdb_query_stats_report();
+	mccdb_query_stats_reset_shared();
 	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
 	for (i = 0; i < KNOWN_QUERIES; i++)
 	{
 		KnownQuery *k = &adm->known[i];
 
-		k->admissions = k->bypasses = k->starved = k->lock_admitted = k->coruns = 0;
-		k->total_wait_ms = k->max_wait_ms = k->slowdown_sum = 0;
-		k->since = now;
+		memset(&k->stats, 0, sizeof(k->stats));
+		k->stats.since = now;
 	}
 	LWLockRelease(adm->lock);
 	PG_RETURN_VOID();
@@ -1714,6 +1725,8 @@ mccdb_learned_reset(PG_FUNCTION_ARGS)
 	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
 	forget_learned();
 	LWLockRelease(adm->lock);
+	mccdb_query_stats_forget_all();
+	mccdb_query_stats_report();
 	mccdb_table_sizes_reset();
 	PG_RETURN_VOID();
 }

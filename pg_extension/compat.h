@@ -38,6 +38,8 @@
 #define MCCDB_HAVE_EXPLAIN_HOOKS	(PG_VERSION_NUM >= 180000)
 /* Wait events an extension names (17). */
 #define MCCDB_HAVE_CUSTOM_WAIT_EVENTS (PG_VERSION_NUM >= 170000)
+/* Kinds of cumulative statistics an extension registers (18). */
+#define MCCDB_HAVE_CUSTOM_PGSTAT	(PG_VERSION_NUM >= 180000)
 
 /*
  * The wait event a query waiting in mccdb's gate shows in pg_stat_activity:

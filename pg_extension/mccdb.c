@@ -30,6 +30,7 @@
 #include "miscadmin.h"
 #include "partition.h"
 #include "plan_choice.h"
+#include "query_stats.h"
 #include "recent.h"
 #include "state.h"
 #include "table_sizes.h"
@@ -243,6 +244,7 @@ _PG_init(void)
 	mccdb_recent_init();
 	mccdb_plan_choice_init();
 	mccdb_admission_init();
+	mccdb_query_stats_init();
 	mccdb_counters_init();
 	mccdb_partition_init();
 	MarkGUCPrefixReserved("mccdb");

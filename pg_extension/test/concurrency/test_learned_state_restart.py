@@ -11,6 +11,7 @@ import os
 import pathlib
 import subprocess
 
+import psycopg
 import pytest
 
 from conftest import GATE_SETTINGS, configure, connect, query
@@ -110,3 +111,75 @@ def test_a_truncated_sizes_file_is_ignored_whole(server):
     with connect() as c:
         plan = c.execute("explain (format json) " + sql).fetchone()[0][0]["MCC-DB"]
         assert {t["Size Source"] for t in plan["Tables"]} == {"planner"}
+
+
+PG_MAJOR = int(os.environ.get("MCCDB_PG_MAJOR", "15"))
+
+
+def counters_and_learned(c, sql):
+    """(admissions, coruns) of the query, and what was learned of it."""
+    stats, rate, sources = learned(c, sql)
+    alone = c.execute("select alone_s from mccdb_query_stats where queryid = %s", (stats[0],)).fetchone()
+    return stats[1:], (stats[0], alone, rate, sources)
+
+
+def test_the_counters_are_where_pg_stat_views_keep_theirs(server):
+    # 18: a kind of the server's cumulative statistics, in pg_stat/pgstat.stat
+    # with every pg_stat view's; removing that file loses them and keeps what
+    # mccdb learned.  Before 18 mccdb's own file keeps both.
+    server.execute("select mccdb_learned_reset(), mccdb_query_stats_reset()")
+    configure(server, schedule="predictive")
+    sql = query(server, "q2.1", "ssb")
+    run_gated(sql, 2)
+    counts, known = counters_and_learned(server, sql)
+    assert counts[0] >= 2, counts
+    dir_ = cluster("stop")
+    (dir_ / "data" / "pg_stat" / "pgstat.stat").unlink()
+    cluster("restart")
+    with connect() as c:
+        counts_after, known_after = counters_and_learned(c, sql)
+    assert known_after == known, "the learned run times, rate and sizes are mccdb's"
+    if PG_MAJOR >= 18:
+        assert counts_after == (0, 0), "the counters went with the server's statistics file"
+    else:
+        assert counts_after == counts, "mccdb's file keeps the counters"
+
+
+@pytest.mark.skipif(PG_MAJOR < 18, reason="custom cumulative statistics kinds are PostgreSQL 18's")
+def test_stats_kind_0_keeps_the_counters_in_mccdbs_memory(server):
+    configure(server, schedule="predictive")
+    run_gated(query(server, "q2.1", "ssb"), 1)     # an entry of kind 27 in the statistics
+    server.execute("alter system set mccdb.stats_kind = 0")
+    try:
+        log = pathlib.Path(os.environ["MCCDB_CLUSTER_DIR"]) / "server.log"
+        size = log.stat().st_size
+        cluster("restart")
+        with open(log, "rb") as f:
+            f.seek(size)
+            text = f.read().decode(errors="replace")
+        # as docs/usage.md warns: the whole statistics file goes
+        assert "could not find information of kind" in text, text[-2000:]
+        with connect() as c:
+            assert c.execute("show mccdb.stats_kind").fetchone()[0] == "0"
+            c.execute("select mccdb_query_stats_reset()")
+            configure(c, schedule="predictive")
+            sql = query(c, "q2.1", "ssb")
+        run_gated(sql, 2)
+        with connect() as c:
+            counts, _ = counters_and_learned(c, sql)
+        assert counts[0] >= 2, counts
+        # and they survive a clean restart in mccdb's file
+        cluster("restart")
+        with connect() as c:
+            assert counters_and_learned(c, sql)[0] == counts
+    finally:
+        with connect() as c:
+            c.execute("alter system reset mccdb.stats_kind")
+        cluster("restart")
+
+
+@pytest.mark.skipif(PG_MAJOR < 18, reason="custom cumulative statistics kinds are PostgreSQL 18's")
+def test_stats_kind_refuses_an_id_that_is_not_a_custom_kind(server):
+    with pytest.raises(psycopg.errors.InvalidParameterValue) as e:
+        server.execute("alter system set mccdb.stats_kind = 3")
+    assert "Custom statistics kinds are 24 to 32" in e.value.diag.message_detail
