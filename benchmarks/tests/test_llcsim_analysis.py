@@ -161,7 +161,9 @@ def test_figure6_batches_over_repetitions(tmp_path):
 
     def phase(rep, policy, n, c0, c1, cyc0, cyc1):
         nonlocal tag
-        ser.append(f"LLCSIM-PG rep={rep} policy={policy} phase={n} tag0={tag} tag1={tag + 1} cpu0={c0} cpu1={c1}")
+        queries = ",".join(f"{q}@" for q in ("hash-25", "hash-20", "index-12", "index-8")) if c0 == "-" else "x"
+        ser.append(f"LLCSIM-PG rep={rep} policy={policy} phase={n} tag0={tag} tag1={tag + 1} cpu0={c0} cpu1={c1} "
+                   f"queries={queries}")
         sim.extend([pg_dump(tag, cyc0), pg_dump(tag + 1, cyc1, 1)])
         tag += 2
     for rep, mls in ((1, 2.5), (2, 2.7), (3, 2.9)):
@@ -175,9 +177,10 @@ def test_figure6_batches_over_repetitions(tmp_path):
             phase(rep, pol, 2, "hash-20", "index-8", int(mls / 2 * 10**6), 10**6)
     p, page = analyze_pg(tmp_path, "pgfig6", ser, sim)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert cells(page, "default")[1:] == ["4.0 (4.0-4.0)", "1.000 (1.000-1.000)"]
-    assert cells(page, "sls")[1:] == ["3.0 (3.0-3.0)", "0.750 (0.750-0.750)"]
-    assert cells(page, "mls")[1:] == ["2.7 (2.5-2.9)", "0.675 (0.625-0.725)"]
+    # limits: default max(4 x 1 M / 2, 1 M) = 2 M; pinned pairs 1 M per phase = 2 M
+    assert cells(page, "default")[1:] == ["4.0 (4.0-4.0)", "1.000 (1.000-1.000)", "2.000 (2.000-2.000)"]
+    assert cells(page, "sls")[1:] == ["3.0 (3.0-3.0)", "0.750 (0.750-0.750)", "1.500 (1.500-1.500)"]
+    assert cells(page, "mls")[1:] == ["2.7 (2.5-2.9)", "0.675 (0.625-0.725)", "1.350 (1.250-1.450)"]
     assert cells(page, "hash-25")[3] == "1.500 (1.500-1.500)", "sls slowdown of hash-25"
     assert cells(page, "hash-25")[5] == "1.350 (1.250-1.450)", "mls slowdown of hash-25"
     assert (tmp_path / "pgfig6.png").stat().st_size > 0
