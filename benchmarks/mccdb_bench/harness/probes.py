@@ -22,14 +22,26 @@ def last_actual(conn):
     return row[0] if row else None
 
 
+def tpch_scale_of(c):
+    """'TPC-H SF 0.1 (lineitem 600,572 rows)' from tpch_load's record, or None."""
+    try:
+        with c.transaction():
+            scale = c.execute("select scale from tpch_load_info").fetchone()[0]
+            rows = c.execute("select count(*) from lineitem").fetchone()[0]
+    except psycopg.Error:
+        return None
+    return f"TPC-H SF {scale} (lineitem {rows:,} rows)"
+
+
 def scale_of(dbname):
     with pg.connect(dbname) as c:
         try:
-            r = c.execute("select * from ssb_load_info").fetchone()
-            cols = [d.name for d in c.execute("select * from ssb_load_info limit 0").description]
+            with c.transaction():
+                r = c.execute("select * from ssb_load_info").fetchone()
+                cols = [d.name for d in c.execute("select * from ssb_load_info limit 0").description]
             info = dict(zip(cols, r))
         except psycopg.Error:
-            return "?"
+            return tpch_scale_of(c) or "?"
         parts = c.execute("select count(*) from part").fetchone()[0]
         lo = c.execute("select reltuples::bigint from pg_class where relname = 'lineorder'").fetchone()[0]
     return f"SSB SF {info.get('scale', '?')} (lineorder ~{lo:,} rows, part {parts:,} rows)"
