@@ -7,7 +7,7 @@
 #   make bench  the full benchmark set (long), results in docs/results/
 # Both install what they need themselves and are idempotent.
 
-.PHONY: all deps extension deb demo bench bench-native bench-sim test test-long test-extension test-package test-kernel test-llcsim test-box clean
+.PHONY: all deps extension deb demo bench bench-native bench-sim bench-guest test test-long test-extension test-package test-kernel test-llcsim test-box clean
 
 all: extension
 
@@ -33,8 +33,8 @@ test-long: deps
 	MCCDB_STORM_SIGNALS=2000 scripts/run-tests.sh extension
 
 # The full set of experiments (long, hours): docs/results/.  Run it alone:
-# the native experiments wait for a quiet machine and refuse a busy one.
-bench: bench-native bench-sim
+# every experiment waits for a quiet machine and refuses a busy one.
+bench: bench-native bench-sim bench-guest
 
 bench-native: deps
 	scripts/pg-cluster.sh install
@@ -47,6 +47,12 @@ bench-sim: deps
 	for c in validate mlp table2 pg-fig2 pg-fig6; do benchmarks/llcsim/run.sh $$c || exit 1; done
 	for v in disjoint default; do TABLE2_VARIANT=$$v benchmarks/llcsim/run.sh table2 || exit 1; done
 	ROB=320 benchmarks/llcsim/run.sh table2
+
+# In the patched kernel's guest: fault throughput and memory pressure
+# (kernel-patch/Makefile bench), and the full stack on the test box.
+bench-guest: deps
+	$(MAKE) -C kernel-patch bench
+	scripts/testbox/testbox.sh --record
 
 # One part only.
 test-extension: deps

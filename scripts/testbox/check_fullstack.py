@@ -126,6 +126,7 @@ def parse_args():
     ap.add_argument("--plq-index", default="?")
     ap.add_argument("--mem", default="?")
     ap.add_argument("--cmd", default="scripts/testbox/testbox.sh")
+    ap.add_argument("--guard", type=Path, help="the quiet-machine guard's lines for the guest run")
     return ap.parse_args()
 
 
@@ -254,6 +255,14 @@ def check(a, t):
     return 1 if t.failed else 0
 
 
+def guard_lines(path):
+    """The quiet-machine guard's record of the guest run (testbox.sh)."""
+    try:
+        return path.read_text().rstrip("\n")
+    except (AttributeError, OSError):
+        return "- **No quiet-machine guard record for this guest run.**"
+
+
 def write_report(a, t, notes, nr, pool_text, hash_colors, pool_hist, hh, peak_name, out):
     hw = (out / "hardware.txt").read_text().strip()
     lines = [
@@ -270,9 +279,10 @@ def write_report(a, t, notes, nr, pool_text, hash_colors, pool_hist, hh, peak_na
         "/proc/PID/color_maps throughout, then runs both queries on a stock "
         "server (no mccdb).",
         "",
-        f"Host: {platform.node()}, {os.cpu_count()} vCPUs, Linux {platform.release()}, "
-        f"load average {os.getloadavg()[0]:.1f} when the report was written. Command: "
+        f"Host: {platform.node()}, {os.cpu_count()} vCPUs, Linux {platform.release()}. Command: "
         f"`{a.cmd}`.",
+        "",
+        guard_lines(a.guard),
         "",
         "Guest cache geometry (`pagecolor --hardware`):",
         "",

@@ -37,23 +37,29 @@ case ${1:-} in
 '') ;;
 *) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
-PY=$MCCDB_ROOT/.venv/bin/python3
-[ -x "$PY" ] || PY=python3
+PY=$MCCDB_PY	# the project's venv (scripts/install-deps.sh): mccdb_bench's guard
 
 image=$box/testbox.cpio
 rm -rf "$box/out"
 kernel=$("$here/mkimage.sh" -o "$image" -t "$here/guest" -l fullstack -T "$TIMEOUT" | tail -1)
 
 # --- boot and check ----------------------------------------------------
+# A recorded run is a result: the guest boots behind the quiet-machine
+# guard (it waits for an idle host and records the load); a test run checks
+# behaviour only and says in its report that no guard ran.
 serial=$box/serial.log
 rc=0
-"$MCCDB_ROOT/kernel-patch/scripts/boot-test.sh" -k "$kernel" -i "$image" -o "$serial" -e any \
+noguard=()
+[ "$record" = 1 ] || noguard=(--no-guard)
+"$PY" -m mccdb_bench.harness.quiet "${noguard[@]}" --own-load 2 --what "the guest run" \
+	--summary "$box/guard.md" -- \
+	"$MCCDB_ROOT/kernel-patch/scripts/boot-test.sh" -k "$kernel" -i "$image" -o "$serial" -e any \
 	-m "$MEM" -s 2 -t "$TIMEOUT" -a "page_colors=$COLORS" || rc=$?
 tr -d '\r' <"$serial" | sed -n '/^=== TESTBOX ARCHIVE BEGIN/,/^=== TESTBOX ARCHIVE END/p' |
 	sed '1d;$d' | base64 -d | tar -xz -C "$box" || { echo "testbox: no archive in $serial" >&2; exit 1; }
 crc=0
 "$PY" "$here/check_fullstack.py" "$box/out" --report "$box/report.md" --boot-rc "$rc" \
-	--scale "$SCALE" --plq-hash "$PLQ_HASH" --plq-index "$PLQ_INDEX" --mem "$MEM" --cmd "scripts/testbox/testbox.sh${1:+ $1}" || crc=$?
+	--scale "$SCALE" --plq-hash "$PLQ_HASH" --plq-index "$PLQ_INDEX" --mem "$MEM" --guard "$box/guard.md" --cmd "scripts/testbox/testbox.sh${1:+ $1}" || crc=$?
 if [ "$record" = 1 ]; then
 	mkdir -p "$MCCDB_ROOT/docs/results"
 	cp "$box/report.md" "$MCCDB_ROOT/docs/results/testbox-fullstack.md"

@@ -95,8 +95,11 @@ def write_page(path, text):
 class Result:
     """Collects one experiment's Markdown; write() puts it in docs/results/NAME.md."""
 
-    def __init__(self, name, title, server=None, scale="", outdir=None):
+    def __init__(self, name, title, server=None, scale="", outdir=None, system=None):
+        """system: Markdown lines naming what was measured when it is not a
+        PostgreSQL server (a guest kernel); they replace the server lines."""
         self.name, self.title = name, title
+        self.system = system
         self.outdir = pathlib.Path(outdir) if outdir else RESULTS
         self.load_before = loadavg()
         self.started = datetime.datetime.now()
@@ -131,12 +134,16 @@ class Result:
             llc = (f"; mccdb C = {s['llc_used'] / 1048576:.1f} MB ({s.get('llc_source', '?')}, "
                    f"sysfs LLC {s['llc_sysfs'] / 1048576:.0f} MB)")
         dur = datetime.datetime.now() - self.started
+        if self.system is not None:
+            under_test = "".join(f"- {line}\n" for line in self.system)
+        else:
+            under_test = (f"- PostgreSQL {s.get('version', '?')}, shared_buffers {s.get('shared_buffers', '?')}, "
+                          f"work_mem {s.get('work_mem', '?')}{llc}\n"
+                          f"- Scale: {self.scale}\n"
+                          f"- Hardware counters (`mccdb.counters`): {s.get('counters', 'not queried')}\n")
         return (f"# {self.title}\n\n"
                 f"- Machine: {machine.describe()}; caches {cache_sizes()}\n"
-                f"- PostgreSQL {s.get('version', '?')}, shared_buffers {s.get('shared_buffers', '?')}, "
-                f"work_mem {s.get('work_mem', '?')}{llc}\n"
-                f"- Scale: {self.scale}\n"
-                f"- Hardware counters (`mccdb.counters`): {s.get('counters', 'not queried')}\n"
+                + under_test +
                 f"- Load average (1/5/15 min) {self.load_start_text()}, after: {loadavg()}\n"
                 + (self.guard.summary() if self.guard else "") +
                 f"- Run: {self.started:%Y-%m-%d %H:%M}, {dur.total_seconds() / 60:.1f} min\n"
