@@ -19,6 +19,7 @@
 
 #include "cache_geometry.h"
 #include "pagecolor.h"
+#include "topology.h"
 #include "utils/guc.h"
 
 /* GUC: C, in kB; 0 means the size found in sysfs. */
@@ -31,37 +32,11 @@ static int	llc_size_kb = 0;
 
 static MccdbCacheGeometry geometry;
 
-/* Number of CPUs in a list like "0-1,4,6-7". */
-static int
-count_cpu_list(const char *s)
-{
-	int			n = 0;
-
-	while (*s)
-	{
-		char	   *end;
-		long		lo = strtol(s, &end, 10),
-					hi = lo;
-
-		if (end == s)
-			break;
-		if (*end == '-')
-		{
-			s = end + 1;
-			hi = strtol(s, &end, 10);
-		}
-		n += (int) (hi - lo + 1);
-		s = (*end == ',') ? end + 1 : end;
-		if (*end != ',' && *end != '\0')
-			break;
-	}
-	return n;
-}
-
 static void
 load_geometry(void)
 {
 	struct pagecolor_geometry g;
+	cpu_set_t	shared;
 	long		v = -1;
 
 	memset(&geometry, 0, sizeof(geometry));
@@ -73,7 +48,8 @@ load_geometry(void)
 		geometry.ways = g.ways;
 		geometry.line_size = g.line_size;
 		strlcpy(geometry.shared_cpu_list, g.shared_cpus, sizeof(geometry.shared_cpu_list));
-		geometry.shared_cpus = count_cpu_list(g.shared_cpus);
+		if (mccdb_parse_cpu_list(g.shared_cpus, &shared))
+			geometry.shared_cpus = CPU_COUNT(&shared);
 		geometry.source = "sysfs";
 		return;
 	}

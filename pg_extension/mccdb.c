@@ -34,6 +34,7 @@
 #include "recent.h"
 #include "state.h"
 #include "table_sizes.h"
+#include "topology.h"
 #include "tcop/utility.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -238,6 +239,7 @@ _PG_init(void)
 		return;
 
 	mccdb_cache_geometry_init();
+	mccdb_topology_init();
 	mccdb_locality_init();
 	mccdb_table_sizes_init();
 	mccdb_explain_init();

@@ -3,14 +3,40 @@
 The scheduler settings are server-wide (PGC_SIGHUP): tests set them with
 ALTER SYSTEM, and the ctl fixture resets them afterwards.
 """
+import contextlib
+import os
+import pathlib
+import subprocess
 import time
 
 import psycopg
 import pytest
 
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+
 DB = "ssb"
 # every setting a test may change with configure(); the fixture resets them
 GATE_SETTINGS = ("schedule", "corun_slots", "max_wait", "min_cost", "client_stall")
+
+
+def cluster(cmd):
+    """pg-cluster.sh CMD (restart, stop) on the cluster the tests run
+    against (its env); the cluster's directory."""
+    subprocess.run([str(ROOT / "scripts" / "pg-cluster.sh"), cmd, os.environ["MCCDB_CLUSTER"]],
+                   check=True, stdout=subprocess.DEVNULL)
+    return pathlib.Path(os.environ["MCCDB_CLUSTER_DIR"])
+
+
+@contextlib.contextmanager
+def server_log():
+    """What the server logs during the block: .text, set when it ends."""
+    log = pathlib.Path(os.environ["MCCDB_CLUSTER_DIR"]) / "server.log"
+    tail = type("LogTail", (), {"text": ""})()
+    size = log.stat().st_size
+    yield tail
+    with open(log, "rb") as f:
+        f.seek(size)
+        tail.text = f.read().decode(errors="replace")
 
 
 def connect(**kw):

@@ -8,23 +8,13 @@ Restarts the project cluster the libpq environment points at
 (scripts/pg-cluster.sh restart).
 """
 import os
-import pathlib
-import subprocess
 
 import psycopg
 import pytest
 
-from conftest import GATE_SETTINGS, configure, connect, query
+from conftest import GATE_SETTINGS, cluster, configure, connect, query, server_log
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
 FILES = ("mccdb_learned.stat", "mccdb_table_sizes.stat")
-
-
-def cluster(cmd):
-    """pg-cluster.sh CMD on the cluster the tests run against (its env)."""
-    subprocess.run([str(ROOT / "scripts" / "pg-cluster.sh"), cmd, os.environ["MCCDB_CLUSTER"]],
-                   check=True, stdout=subprocess.DEVNULL)
-    return pathlib.Path(os.environ["MCCDB_CLUSTER_DIR"])
 
 
 @pytest.fixture
@@ -77,22 +67,18 @@ def test_a_damaged_state_file_is_ignored_with_a_log_line(server):
     sql = query(server, "q2.1", "ssb")
     run_gated(sql, 1)
     dir_ = cluster("stop")
-    log = dir_ / "server.log"
-    size = log.stat().st_size
     for f in FILES:
         path = dir_ / "data" / "pg_stat" / f
         assert path.exists(), f"a clean shutdown writes {f}"
         path.write_bytes(b"not what mccdb wrote" + path.read_bytes()[20:])
-    cluster("restart")
+    with server_log() as log:
+        cluster("restart")
     with connect() as c:
         assert c.execute("select count(*) from mccdb_query_stats").fetchone()[0] == 0
         plan = c.execute("explain (format json) " + sql).fetchone()[0][0]["MCC-DB"]
         assert {t["Size Source"] for t in plan["Tables"]} == {"planner"}
-    with open(log, "rb") as f:
-        f.seek(size)
-        text = f.read().decode(errors="replace")
     for name in FILES:
-        assert f'ignoring invalid file "pg_stat/{name}"' in text, text[-2000:]
+        assert f'ignoring invalid file "pg_stat/{name}"' in log.text, log.text[-2000:]
         assert not (dir_ / "data" / "pg_stat" / name).exists()
 
 
@@ -151,14 +137,10 @@ def test_stats_kind_0_keeps_the_counters_in_mccdbs_memory(server):
     run_gated(query(server, "q2.1", "ssb"), 1)     # an entry of kind 27 in the statistics
     server.execute("alter system set mccdb.stats_kind = 0")
     try:
-        log = pathlib.Path(os.environ["MCCDB_CLUSTER_DIR"]) / "server.log"
-        size = log.stat().st_size
-        cluster("restart")
-        with open(log, "rb") as f:
-            f.seek(size)
-            text = f.read().decode(errors="replace")
+        with server_log() as log:
+            cluster("restart")
         # as docs/usage.md warns: the whole statistics file goes
-        assert "could not find information of kind" in text, text[-2000:]
+        assert "could not find information of kind" in log.text, log.text[-2000:]
         with connect() as c:
             assert c.execute("show mccdb.stats_kind").fetchone()[0] == "0"
             c.execute("select mccdb_query_stats_reset()")

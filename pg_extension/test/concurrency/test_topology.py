@@ -1,0 +1,160 @@
+"""The last-level-cache domains the server reads at start (mccdb_llc_domains).
+
+mccdb.cpu_topology_root points the postmaster at a made-up
+/sys/devices/system/cpu: machines of 1, 2 and 8 domains, uneven domains,
+offline CPUs, a machine without an L3, and descriptions that are missing
+or contradict themselves (then all online CPUs form one domain, and the
+view and the log say why).  Each case restarts the project cluster the
+libpq environment points at (scripts/pg-cluster.sh restart).
+"""
+import os
+import pathlib
+import shutil
+import tempfile
+
+import pytest
+
+from conftest import cluster, connect, server_log
+
+MB = 1024 * 1024
+
+
+def cpu_list(cpus):
+    return ",".join(str(c) for c in sorted(cpus))
+
+
+def make_machine(root, online, llc, level=3, size="32768K", private_l2=True):
+    """A sysfs-like tree: online is the CPU list file's text; llc maps each
+    CPU to the CPUs its last-level cache lists (as Linux prints them)."""
+    (root / "online").write_text(online + "\n")
+    for cpu, shared in llc.items():
+        caches = [(1, "Data", "48K", str(cpu)), (1, "Instruction", "32K", str(cpu))]
+        if private_l2 and level > 2:
+            caches.append((2, "Unified", "1024K", str(cpu)))
+        caches.append((level, "Unified", size, shared))
+        for idx, (lvl, typ, sz, lst) in enumerate(caches):
+            d = root / f"cpu{cpu}" / "cache" / f"index{idx}"
+            d.mkdir(parents=True)
+            for name, value in (("level", lvl), ("type", typ), ("size", sz), ("shared_cpu_list", lst)):
+                (d / name).write_text(f"{value}\n")
+
+
+def domains_of(groups):
+    """{cpu: 'list of its group'} for CPU groups given as ranges."""
+    return {c: (f"{min(g)}-{max(g)}" if len(g) > 1 else str(g[0])) for g in groups for c in g}
+
+
+@pytest.fixture
+def machine():
+    """A directory the server's user can read, and a restart with the
+    server's topology root pointed at it; reset and restarted afterwards."""
+    root = pathlib.Path(tempfile.mkdtemp(prefix="mccdb-topology-"))
+
+    def start(path=root):
+        for p in [root, *root.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        with connect() as c:
+            c.execute(f"alter system set mccdb.cpu_topology_root = '{path}'")
+        with server_log() as log:
+            cluster("restart")
+        with connect() as c:
+            rows = c.execute("select domain, cpus, ncpus, cache_level, cache_bytes, source "
+                             "from mccdb_llc_domains order by domain").fetchall()
+        return rows, log.text
+
+    yield root, start
+    with connect() as c:
+        c.execute("alter system reset mccdb.cpu_topology_root")
+    cluster("restart")
+    shutil.rmtree(root)
+
+
+@pytest.mark.parametrize("groups", [
+    [range(0, 2)],                                  # one LLC, as on these VMs
+    [range(0, 4), range(4, 8)],                     # two core complexes
+    [range(2 * i, 2 * i + 2) for i in range(8)],    # eight domains of two
+    [range(0, 6), range(6, 8)],                     # uneven
+], ids=["1 domain", "2 domains", "8 domains", "uneven"])
+def test_domains_are_the_cpus_sharing_each_llc(machine, groups):
+    root, start = machine
+    groups = [list(g) for g in groups]
+    ncpu = sum(len(g) for g in groups)
+    make_machine(root, f"0-{ncpu - 1}", domains_of(groups))
+    rows, _ = start()
+    assert rows == [(i, f"{g[0]}-{g[-1]}", len(g), 3, 32 * MB, "sysfs") for i, g in enumerate(groups)]
+
+
+def test_offline_cpus_are_left_out(machine):
+    root, start = machine
+    # cpu3 and cpu6 offline: Linux keeps them out of "online", and sysfs
+    # still has their directories; the lists name the whole cache's CPUs
+    make_machine(root, "0-2,4-5,7", domains_of([list(range(0, 4)), list(range(4, 8))]))
+    rows, _ = start()
+    assert [(r[1], r[2]) for r in rows] == [("0-2", 3), ("4-5,7", 3)]
+
+
+def test_without_an_l3_the_highest_data_cache_is_the_llc(machine):
+    root, start = machine
+    make_machine(root, "0-3", domains_of([[0, 1], [2, 3]]), level=2, size="2048K")
+    rows, _ = start()
+    assert rows == [(0, "0-1", 2, 2, 2 * MB, "sysfs"), (1, "2-3", 2, 2, 2 * MB, "sysfs")]
+
+
+def test_contradicting_lists_make_one_domain_and_say_why(machine):
+    root, start = machine
+    llc = domains_of([list(range(0, 4))])
+    llc[1] = "0-1"          # cpu1 disagrees with cpu0 about their cache
+    make_machine(root, "0-3", llc)
+    rows, log = start()
+    assert [(r[1], r[2]) for r in rows] == [("0-3", 4)]
+    assert rows[0][5].startswith("one domain: cpu1's last-level cache lists CPUs 0-1"), rows
+    assert "all 4 online CPUs form one last-level-cache domain" in log, log[-2000:]
+
+
+@pytest.mark.parametrize("damage", ["no online file", "garbage online", "no caches", "garbage list"])
+def test_a_missing_or_damaged_description_makes_one_domain(machine, damage):
+    root, start = machine
+    make_machine(root, "0-3", domains_of([[0, 1], [2, 3]]))
+    if damage == "no online file":
+        (root / "online").unlink()
+    elif damage == "garbage online":
+        (root / "online").write_text("0-\n")
+    elif damage == "no caches":
+        shutil.rmtree(root / "cpu2" / "cache")
+    else:
+        (root / "cpu0" / "cache" / "index3" / "shared_cpu_list").write_text("0-1x\n")
+    rows, log = start()
+    assert len(rows) == 1 and rows[0][5].startswith("one domain: "), rows
+    assert "form one last-level-cache domain" in log
+    if damage in ("no online file", "garbage online"):
+        # no CPU list at all: the CPUs the server may run on
+        assert rows[0][2] == len(os.sched_getaffinity(0)), rows
+    else:
+        assert (rows[0][1], rows[0][2]) == ("0-3", 4), rows
+
+
+def test_this_machine(machine):
+    """The real sysfs: every online CPU in exactly one domain."""
+    _, start = machine
+    rows, _ = start("/sys/devices/system/cpu")
+    online = pathlib.Path("/sys/devices/system/cpu/online").read_text().strip()
+    count = sum(int(b) - int(a) + 1 for a, _, b in (
+        (part.partition("-")[0], "", part.partition("-")[2] or part.partition("-")[0])
+        for part in online.split(",")))
+    assert sum(r[2] for r in rows) == count, (rows, online)
+    assert all(r[5] == "sysfs" for r in rows), rows
+
+
+def test_the_root_is_for_superusers():
+    with connect() as c:
+        c.execute("create role mccdb_topology_nobody")
+        try:
+            c.execute("set role mccdb_topology_nobody")
+            with pytest.raises(Exception) as e:
+                c.execute("show mccdb.cpu_topology_root")
+            assert "examine" in str(e.value), e.value
+            # the view itself is for everyone, like the cache geometry
+            assert c.execute("select count(*) from mccdb_llc_domains").fetchone()[0] >= 1
+        finally:
+            c.execute("reset role")
+            c.execute("drop role mccdb_topology_nobody")
