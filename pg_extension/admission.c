@@ -65,6 +65,7 @@
 
 #include "access/parallel.h"
 #include "admission.h"
+#include "affinity.h"
 #include "cache_geometry.h"
 #include "catalog/dependency.h"
 #include "catalog/pg_proc.h"
@@ -81,6 +82,7 @@
 #include "state.h"
 #include "storage/condition_variable.h"
 #include "table_sizes.h"
+#include "topology.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
@@ -120,6 +122,7 @@ static int	max_wait_ms = 30000;
 static double min_cost = 1000.0;
 static int	client_stall_ms = 1000;
 static int	log_min_wait_ms = -1;
+static bool placement = true;
 
 static const struct config_enum_entry schedule_options[] = {
 	{"off", MCCDB_SCHEDULE_OFF, false},
@@ -153,6 +156,7 @@ typedef struct AdmissionEntry
 	uint64		queryid;
 	double		cost;			/* the plan's cost, without disable_cost */
 	double		predicted;		/* seconds alone, predicted at arrival */
+	int			domain;			/* the LLC domain it runs in, once admitted */
 	double		run_ms;			/* time spent running (not lent) */
 	double		overlap_ms[3];	/* time a query of each class ran beside it */
 } AdmissionEntry;
@@ -178,6 +182,7 @@ typedef struct AdmissionShared
 	ConditionVariable cv;
 	int			held_by;		/* pid of mccdb_hold_admission(true), 0 = not held */
 	int			used_slots;
+	int			domain_used[MCCDB_MAX_LLC_DOMAINS];	/* of used_slots, per domain */
 	int64		next_seq;
 	int64		next_admit_seq;
 	int64		admitted_total;
@@ -426,6 +431,14 @@ mccdb_admission_init(void)
 							PGC_SUSET, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("mccdb.placement",
+							 "Places each admitted query in a last-level-cache domain and binds it to its CPUs.",
+							 "With one domain (mccdb_llc_domains) nothing is placed or bound.",
+							 &placement,
+							 true,
+							 PGC_POSTMASTER, 0,
+							 NULL, NULL, NULL);
+
 	/* run times are remembered per queryid */
 	EnableQueryId();
 
@@ -435,16 +448,92 @@ mccdb_admission_init(void)
 	shmem_startup_hook = admission_shmem_startup;
 }
 
-/* Slots in use at once: mccdb.corun_slots, or the CPUs sharing the LLC. */
+/* The LLC domains the gate places queries in: 1 without placement. */
 static int
-total_slots(void)
+gate_domains(void)
+{
+	return placement ? mccdb_topology()->ndomains : 1;
+}
+
+/*
+ * Slots of domain d: mccdb.corun_slots, or its CPUs.  With one domain, as
+ * before there were domains: mccdb.corun_slots or the CPUs sharing cpu0's
+ * LLC.
+ */
+static int
+domain_slots(int d)
 {
 	int			cpus;
 
 	if (corun_slots > 0)
 		return corun_slots;
-	cpus = mccdb_cache_geometry()->shared_cpus;
+	cpus = gate_domains() == 1 ? mccdb_cache_geometry()->shared_cpus :
+		mccdb_topology()->domains[d].ncpus;
 	return Max(cpus, 1);
+}
+
+/* Slots in use at once, in all domains. */
+static int
+total_slots(void)
+{
+	int			n = 0;
+
+	for (int d = 0; d < gate_domains(); d++)
+		n += domain_slots(d);
+	return n;
+}
+
+/* The most slots one query can take: those of the largest domain. */
+static int
+max_query_slots(void)
+{
+	int			n = 0;
+
+	for (int d = 0; d < gate_domains(); d++)
+		n = Max(n, domain_slots(d));
+	return n;
+}
+
+/* An entry's slots start (sign 1) or stop (-1) counting; caller holds the lock. */
+static void
+charge_slots(AdmissionEntry *e, int sign)
+{
+	adm->used_slots += sign * e->slots;
+	adm->domain_used[e->domain] += sign * e->slots;
+}
+
+/*
+ * The domain e would run in now (model_place), or -1 when none has room
+ * for it; with must, the one with the most free slots then.  Caller holds
+ * the lock.
+ */
+static int
+place_locked(AdmissionEntry *e, bool must)
+{
+	ModelDomain domains[MCCDB_MAX_LLC_DOMAINS];
+	double		m[3][3];
+	int			nd = gate_domains(),
+				d;
+
+	for (d = 0; d < nd; d++)
+	{
+		domains[d].free_slots = domain_slots(d) - adm->domain_used[d];
+		memset(domains[d].running, 0, sizeof(domains[d].running));
+	}
+	for (int i = 0; i < adm->nentries; i++)
+		if (adm->entries[i].state == ENTRY_RUNNING)
+			domains[adm->entries[i].domain].running[adm->entries[i].cls]++;
+	model_matrix((const ModelCell (*)[3]) adm->learned, m);
+	d = model_place(domains, nd, e->cls, Min(e->slots, max_query_slots()),
+					(const double (*)[3]) m);
+	if (d < 0 && must)
+	{
+		d = 0;
+		for (int i = 1; i < nd; i++)
+			if (domains[i].free_slots > domains[d].free_slots)
+				d = i;
+	}
+	return d;
 }
 
 /* The gate's wait event (compat.h), named once per backend. */
@@ -602,7 +691,7 @@ remove_entry_locked(void)
 		if (e->state == ENTRY_RUNNING || e->state == ENTRY_LENT)
 			learn_from(e, now);
 		if (e->state == ENTRY_RUNNING)
-			adm->used_slots -= e->slots;
+			charge_slots(e, -1);
 		memset(e, 0, sizeof(*e));
 	}
 	holding = false;
@@ -612,6 +701,8 @@ remove_entry_locked(void)
 static void
 release_entry(void)
 {
+	/* the CPUs it had, on every path that ends the statement's run */
+	mccdb_affinity_restore();
 	if (!holding || adm == NULL)
 		return;
 	LWLockAcquire(adm->lock, LW_EXCLUSIVE);
@@ -717,7 +808,7 @@ pick_predictive(int slots, TimestampTz now)
 		{
 			waiters[nw] = e;
 			waiting[nw++] = (ModelQuery) {e->cls, e->predicted, (long) e->seq,
-			Min(e->slots, slots)};
+			Min(e->slots, max_query_slots())};
 		}
 		else if (e->state == ENTRY_RUNNING && nr < lengthof(running))
 		{
@@ -815,7 +906,7 @@ pick_next(TimestampTz now)
 
 	if (choice == NULL)
 		return NULL;
-	if (adm->used_slots + Min(choice->slots, slots) > slots)
+	if (place_locked(choice, false) < 0)
 		return NULL;
 	return choice;
 }
@@ -845,7 +936,7 @@ lend_stalled_slots(TimestampTz now)
 		{
 			account_running(now);
 			e->state = ENTRY_LENT;
-			adm->used_slots -= e->slots;
+			charge_slots(e, -1);
 			adm->lent_total++;
 		}
 	}
@@ -996,8 +1087,9 @@ admit_locked(MccdbStatement *st, AdmissionEntry *e, TimestampTz enqueued,
 	e->state = ENTRY_RUNNING;
 	e->since = now;
 	e->admit_seq = adm->next_admit_seq++;
-	e->slots = Min(e->slots, total_slots());
-	adm->used_slots += e->slots;
+	e->domain = place_locked(e, true);
+	e->slots = Min(e->slots, domain_slots(e->domain));
+	charge_slots(e, 1);
 	adm->admitted_total++;
 	if (starved)
 		adm->starved_total++;
@@ -1018,6 +1110,42 @@ admit_locked(MccdbStatement *st, AdmissionEntry *e, TimestampTz enqueued,
 }
 
 /*
+ * Run on the CPUs of the domain the gate placed this query in, until
+ * release_entry().  A domain none of whose CPUs this backend may use (a
+ * cpuset, a made-up topology) leaves it where it was.
+ */
+static void
+bind_to_domain(int domain)
+{
+	if (!mccdb_affinity_bind(domain))
+		ereport(DEBUG1,
+				(errmsg("mccdb: process %d stays on its CPUs, not on LLC domain %d's: %m",
+						MyProcPid, domain)));
+}
+
+/*
+ * A parallel worker of a placed query runs in its leader's domain.  The
+ * worker process ends with the query, so it never binds back.
+ */
+void
+mccdb_admission_parallel_worker(void)
+{
+	PGPROC	   *leader = MyProc->lockGroupLeader;
+	int			domain = -1;
+
+	if (adm == NULL || gate_domains() == 1 || leader == NULL || leader == MyProc)
+		return;
+	LWLockAcquire(adm->lock, LW_SHARED);
+	for (int i = 0; i < adm->nentries; i++)
+		if (adm->entries[i].pid == leader->pid && adm->entries[i].state != ENTRY_WAITING &&
+			adm->entries[i].state != ENTRY_FREE)
+			domain = adm->entries[i].domain;
+	LWLockRelease(adm->lock);
+	if (domain >= 0)
+		bind_to_domain(domain);
+}
+
+/*
  * Enqueue, and sleep until pick_next() names this backend.  Returns false
  * when the gate no longer applies (mccdb.schedule was set to off while it
  * waited): the statement then runs ungated.
@@ -1031,6 +1159,7 @@ wait_for_admission(MccdbStatement *st)
 	int			workers = planned_workers(st->queryDesc->plannedstmt->planTree);
 	TimestampTz enqueued = GetCurrentTimestamp();
 	bool		admitted = false;
+	int			domain = -1;
 
 	register_exit_callback();
 	cb = MemoryContextAlloc(st->cxt, sizeof(MemoryContextCallback));
@@ -1082,10 +1211,13 @@ wait_for_admission(MccdbStatement *st)
 			{
 				admit_locked(st, e, enqueued, now, blocked != 0);
 				admitted = true;
+				domain = e->domain;
 			}
 			LWLockRelease(adm->lock);
 			if (admitted)
 			{
+				if (gate_domains() > 1)
+					bind_to_domain(domain);
 				mccdb_query_stats_report();
 				if (log_min_wait_ms >= 0 &&
 					TimestampDifferenceExceeds(enqueued, now, log_min_wait_ms))
@@ -1172,7 +1304,7 @@ retake_slots(MccdbStatement *st)
 		account_running(GetCurrentTimestamp());
 		e->state = ENTRY_RUNNING;
 		e->stalled_since = 0;
-		adm->used_slots += e->slots;
+		charge_slots(e, 1);
 	}
 	LWLockRelease(adm->lock);
 }
@@ -1194,7 +1326,7 @@ lend_slots(MccdbStatement *st)
 	{
 		account_running(GetCurrentTimestamp());
 		e->state = ENTRY_LENT;
-		adm->used_slots -= e->slots;
+		charge_slots(e, -1);
 	}
 	LWLockRelease(adm->lock);
 	ConditionVariableBroadcast(&adm->cv);
@@ -1279,7 +1411,30 @@ require_shmem(void)
 				 errmsg("mccdb shared memory is not initialized")));
 }
 
+/*
+ * The SQL definition of a set-returning function has between min and max
+ * columns, each a prefix of the newest: an older extension version whose
+ * objects were not updated after the library was (the columns are filled
+ * from the left; heap_form_tuple takes as many as the definition has).
+ */
+static void
+require_columns(ReturnSetInfo *rsinfo, int min, int max)
+{
+	int			natts = rsinfo->setDesc->natts;
+
+	if (natts < min || natts > max)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("mccdb's SQL objects do not match its library"),
+				 min == max ?
+				 errdetail("The function returns %d columns; this library fills %d.", natts, max) :
+				 errdetail("The function returns %d columns; this library fills %d to %d.",
+						   natts, min, max),
+				 errhint("Run ALTER EXTENSION mccdb UPDATE.")));
+}
+
 PG_FUNCTION_INFO_V1(mccdb_queue);
+PG_FUNCTION_INFO_V1(mccdb_llc_domains);
 PG_FUNCTION_INFO_V1(mccdb_scheduler);
 PG_FUNCTION_INFO_V1(mccdb_hold_admission);
 PG_FUNCTION_INFO_V1(mccdb_set_interference);
@@ -1304,6 +1459,8 @@ mccdb_queue(PG_FUNCTION_ARGS)
 
 	require_shmem();
 	InitMaterializedSRF(fcinfo, 0);
+	/* 1.0 had the first 9 columns, 1.1 the first 10: the library may be newer */
+	require_columns(rsinfo, 9, 11);
 	copy = palloc(sizeof(AdmissionEntry) * adm->nentries);
 	LWLockAcquire(adm->lock, LW_SHARED);
 	for (i = 0; i < adm->nentries; i++)
@@ -1314,8 +1471,8 @@ mccdb_queue(PG_FUNCTION_ARGS)
 	for (i = 0; i < n; i++)
 	{
 		AdmissionEntry *e = &copy[i];
-		Datum		values[10];
-		bool		nulls[10] = {0};
+		Datum		values[11];
+		bool		nulls[11] = {0};
 
 		values[0] = Int32GetDatum(e->pid);
 		values[1] = CStringGetTextDatum(entry_state_name(e->state));
@@ -1327,6 +1484,51 @@ mccdb_queue(PG_FUNCTION_ARGS)
 		values[7] = Float8GetDatum((double) (now - e->since) / 1000.0);
 		values[8] = Int64GetDatum(e->seq);
 		values[9] = Float8GetDatum(e->predicted);
+		values[10] = Int32GetDatum(e->domain);
+		nulls[10] = e->state == ENTRY_WAITING;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * The last-level-cache domains as the gate uses them: the CPUs of each
+ * (topology.c), its slots and how many are in use.  Without placement, or
+ * on a machine with one LLC, one row.
+ */
+Datum
+mccdb_llc_domains(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const MccdbTopology *t = mccdb_topology();
+	int			used[MCCDB_MAX_LLC_DOMAINS];
+
+	require_shmem();
+	InitMaterializedSRF(fcinfo, 0);
+	require_columns(rsinfo, 8, 8);
+	LWLockAcquire(adm->lock, LW_SHARED);
+	memcpy(used, adm->domain_used, sizeof(used));
+	LWLockRelease(adm->lock);
+	for (int i = 0; i < t->ndomains; i++)
+	{
+		const MccdbLlcDomain *d = &t->domains[i];
+		Datum		values[8];
+		bool		nulls[8] = {false};
+		bool		in_gate = i < gate_domains();
+
+		values[0] = Int32GetDatum(i);
+		values[1] = CStringGetTextDatum(mccdb_format_cpu_list(&d->cpus));
+		values[2] = Int32GetDatum(d->ncpus);
+		values[3] = Int32GetDatum(d->level);
+		nulls[3] = d->level == 0;
+		values[4] = Int64GetDatum(d->size);
+		nulls[4] = d->size == 0;
+		/* without placement the gate has one domain: the first row holds its slots */
+		values[5] = Int32GetDatum(in_gate ? domain_slots(i) : 0);
+		nulls[5] = !in_gate;
+		values[6] = Int32GetDatum(in_gate ? used[i] : 0);
+		nulls[6] = !in_gate;
+		values[7] = CStringGetTextDatum(t->source);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

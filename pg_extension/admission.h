@@ -39,6 +39,9 @@ extern void mccdb_admission_run(MccdbStatement *st, ScanDirection direction,
 /* The statement ends (ExecutorEnd): give its slots back. */
 extern void mccdb_admission_statement_end(MccdbStatement *st);
 
+/* In a parallel worker: run in the leader's last-level-cache domain. */
+extern void mccdb_admission_parallel_worker(void);
+
 /* Live counts of waiting + running queries per queue, for MLS plan choice. */
 extern void mccdb_admission_queue_counts(int *strong_moderate, int *weak);
 

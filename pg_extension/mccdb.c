@@ -60,7 +60,11 @@ mccdb_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
 	bool		top = mccdb_nesting_level() == 0 &&
 		!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && !IsParallelWorker();
-	MccdbStatement *st = mccdb_statement_begin(queryDesc, top);
+	MccdbStatement *st;
+
+	if (IsParallelWorker())
+		mccdb_admission_parallel_worker();
+	st = mccdb_statement_begin(queryDesc, top);
 
 	st->explain = mccdb_explain_wants(queryDesc);
 	st->plan_choice = mccdb_plan_choice_of(queryDesc->plannedstmt, st->cxt);

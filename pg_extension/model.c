@@ -91,6 +91,60 @@ model_pick(const ModelQuery *waiting, int nwaiting,
 	return best;
 }
 
+int
+model_place(const ModelDomain *domains, int ndomains, int cls, int slots,
+			const double m[MODEL_CLASSES][MODEL_CLASSES])
+{
+	const int	weak = MODEL_CLASSES - 1;
+	int			best = -1,
+				i,
+				c;
+	double		best_harm = 0;
+
+	for (i = 0; i < ndomains; i++)
+	{
+		const ModelDomain *d = &domains[i];
+		double		harm = 0;
+		int			hungry,
+					best_hungry;
+		int			pack,
+					best_pack;
+
+		if (d->free_slots < slots)
+			continue;
+		for (c = 0; c < MODEL_CLASSES; c++)
+			harm += d->running[c] * ((m[cls][c] - 1.0) + (m[c][cls] - 1.0));
+		if (best < 0)
+		{
+			best = i;
+			best_harm = harm;
+			continue;
+		}
+		if (fabs(harm - best_harm) > 1e-9)
+		{
+			if (harm < best_harm)
+			{
+				best = i;
+				best_harm = harm;
+			}
+			continue;
+		}
+		hungry = d->running[0] + d->running[1];
+		best_hungry = domains[best].running[0] + domains[best].running[1];
+		if (hungry != best_hungry)
+		{
+			if (hungry < best_hungry)
+				best = i;
+			continue;
+		}
+		pack = cls == weak ? d->running[weak] : d->free_slots;
+		best_pack = cls == weak ? domains[best].running[weak] : domains[best].free_slots;
+		if (pack > best_pack)
+			best = i;
+	}
+	return best;
+}
+
 void
 model_cell_add(ModelCell *cell, double ratio, double weight)
 {

@@ -45,6 +45,24 @@ extern int	model_pick(const ModelQuery *waiting, int nwaiting,
 					   const double m[MODEL_CLASSES][MODEL_CLASSES],
 					   int free_slots, double compatible_limit);
 
+/* An LLC domain as placement sees it. */
+typedef struct ModelDomain
+{
+	int			free_slots;
+	int			running[MODEL_CLASSES];	/* queries of each class running in it */
+} ModelDomain;
+
+/*
+ * The domain a query of class cls needing `slots` goes to, or -1 when no
+ * domain has room.  The least predicted interference with the domain's
+ * running queries (m, both ways) first; then the fewest cache-hungry
+ * (strong or moderate) queries; then a cache-hungry query takes the domain
+ * with the most free slots (spread out) and a weak one the domain with the
+ * most weak queries (streams together); then the lowest index.
+ */
+extern int	model_place(const ModelDomain *domains, int ndomains, int cls, int slots,
+						const double m[MODEL_CLASSES][MODEL_CLASSES]);
+
 /*
  * One learned estimate: a weighted mean of log(ratio), robust to outliers
  * (a sample further than MODEL_CLIP from the estimate counts as if at that

@@ -24,11 +24,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "fmgr.h"
-#include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "topology.h"
-#include "utils/builtins.h"
 #include "utils/guc.h"
 
 /*
@@ -333,31 +330,3 @@ mccdb_topology(void)
 	return &topology;
 }
 
-/* The view mccdb_llc_domains: one row per domain. */
-PG_FUNCTION_INFO_V1(mccdb_llc_domains);
-
-Datum
-mccdb_llc_domains(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	const MccdbTopology *t = mccdb_topology();
-
-	InitMaterializedSRF(fcinfo, 0);
-	for (int i = 0; i < t->ndomains; i++)
-	{
-		const MccdbLlcDomain *d = &t->domains[i];
-		Datum		values[6];
-		bool		nulls[6] = {false};
-
-		values[0] = Int32GetDatum(i);
-		values[1] = CStringGetTextDatum(mccdb_format_cpu_list(&d->cpus));
-		values[2] = Int32GetDatum(d->ncpus);
-		values[3] = Int32GetDatum(d->level);
-		nulls[3] = d->level == 0;
-		values[4] = Int64GetDatum(d->size);
-		nulls[4] = d->size == 0;
-		values[5] = CStringGetTextDatum(t->source);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	return (Datum) 0;
-}

@@ -158,6 +158,11 @@ test_llcsim() {
 	# loads do); the native comparison is a benchmark (run.sh mlp), not a test.
 	check "llcsim miss-overlap model in a booted guest ($LOGDIR/llcsim-mlp.md)" "$LOGDIR/llcsim-mlp.log" \
 		env LLCSIM_RESULTS="$LOGDIR" "$MCCDB_ROOT/benchmarks/llcsim/run.sh" mlp --quick
+	# Two LLC domains and way masks (CAT): a stream in the other domain, or
+	# in other ways, leaves the victim as if alone; 4 of 16 ways, 1/4 of it.
+	check "llcsim LLC domains and way masks in a booted guest ($LOGDIR/llcsim-domains.md)" \
+		"$LOGDIR/llcsim-domains.log" \
+		env LLCSIM_RESULTS="$LOGDIR" "$MCCDB_ROOT/benchmarks/llcsim/run.sh" domains --quick
 }
 
 test_kernel() {

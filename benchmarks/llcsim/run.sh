@@ -1,7 +1,7 @@
 #!/bin/bash
 # llcsim: shared-LLC simulator (QEMU TCG plugin) for the page colouring kernel.
 #
-# usage: benchmarks/llcsim/run.sh {build|unit|validate|mlp|table2|pg-fig2|pg-fig6|all} [--quick]
+# usage: benchmarks/llcsim/run.sh {build|unit|validate|domains|mlp|table2|pg-fig2|pg-fig6|all} [--quick]
 #   build     plugin (fetches qemu-plugin.h of the installed QEMU from Debian's
 #             source package on first use), static guest program, host unit
 #             test, patched kernel (kernel-patch/scripts/kernel-tree.sh build guest)
@@ -10,6 +10,10 @@
 #             address check, working-set sweep, shared vs disjoint colours;
 #             writes docs/results/llcsim-validation.md (+ .png); fails on a
 #             wrong answer
+#   domains   the multi-LLC and way-mask (CAT) models against known answers:
+#             4 vCPUs as 2 LLC domains of 2; a victim beside a stream in its
+#             own domain and in the other, and limited to 4 of 16 ways;
+#             writes docs/results/llcsim-domains.md; fails on a wrong answer
 #   mlp       the miss-overlap (memory-level parallelism) model against this
 #             machine: pointer chase, independent random loads, a stream and
 #             hash-join probes
@@ -35,6 +39,8 @@
 #   PG_COLORS (32,16,8,4,2) PG_HASH (25,20) PG_INDEX (12,8) PG_REPS (3)
 #   LAT_SEQ (20: cycles of an LLC miss to the line after a recent miss, i.e. a
 #   prefetched stream; 200 = every miss costs the memory latency)
+#   SMP (2; domains: 4) LLC_DOMAINS (1; domains: 2): vCPUs, and LLCs of LLC_SIZE
+#   each among them (vCPU i in domain i * LLC_DOMAINS / SMP)
 #   ROB (0) MSHR (24): independent LLC misses within ROB instructions overlap,
 #   at most MSHR at once (the guest RAM is then a file in /dev/shm); ROB 0 =
 #   additive timing, every miss costs the full latency; mlp uses ROB_MLP (320),
@@ -54,6 +60,7 @@ L1_SIZE=${L1_SIZE:-32K} L1_WAYS=${L1_WAYS:-8}
 REPL=${REPL:-lru} COLORS=${COLORS:-32} MEM=${MEM:-1024}
 SYNC=${SYNC:-10000} LAT_SEQ=${LAT_SEQ:-20}
 ROB=${ROB:-0} MSHR=${MSHR:-24}
+SMP=${SMP:-2} LLC_DOMAINS=${LLC_DOMAINS:-1}
 QUICK=0
 [ "${2:-}" = --quick ] && QUICK=1
 
@@ -90,6 +97,7 @@ boot() {
 		"$kp/scripts/mkinitramfs.sh" -o "$initrd" -t "$build/guest" -T "${PROG_TIMEOUT:-600}" -l "$list" >&2
 	local parg="$build/libllcsim.so,llc=$LLC_SIZE,llc_ways=$LLC_WAYS,l2=$L2_SIZE,l2_ways=$L2_WAYS"
 	parg+=",l1=$L1_SIZE,l1_ways=$L1_WAYS,line=64,repl=$REPL,sync=$SYNC,lat_seq=$LAT_SEQ,out=$simout"
+	parg+=",llc_domains=$LLC_DOMAINS"
 	local t0=$SECONDS rc=0 ram= noguard=()
 	if [ "$ROB" != 0 ]; then
 		# the guest RAM in a file the plugin maps, for the values of missed
@@ -110,7 +118,7 @@ boot() {
 		"$py" -m mccdb_bench.harness.quiet "${noguard[@]}" --own-load 2 --what "the guest run" \
 		--summary "$build/$name.guard.md" -- \
 		"$kp/scripts/boot-test.sh" -k "$kernel" -i "$initrd" -o "$serial" \
-		-e any -m "$MEM" -s 2 -t "$timeout" -a "page_colors=$COLORS" >&2 || rc=$?
+		-e any -m "$MEM" -s "$SMP" -t "$timeout" -a "page_colors=$COLORS" >&2 || rc=$?
 	log "$name: guest run took $((SECONDS - t0)) s (boot-test exit $rc)"
 	echo "$serial $simout $rc $((SECONDS - t0))"
 }
@@ -130,6 +138,30 @@ do_validate() {
 	"$py" "$here/scripts/analyze.py" validate --serial "$serial" --sim "$simout" \
 		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --out "$results/llcsim-validation.md" \
 		--cmd "benchmarks/llcsim/run.sh validate${2:+ $2}"
+}
+
+# The multi-LLC and way-mask models: 4 vCPUs as 2 domains of 2 (vCPUs 0-1,
+# 2-3); known answers checked by analyze.py domains.
+do_domains() {
+	local kib fit passes=40 quarter
+	kib=$(llc_kib)
+	fit=$((kib * 3 / 8))		# a victim chase of 0.375x the LLC
+	quarter=$((kib / 4))		# 4 of 16 ways
+	[ $QUICK = 1 ] && passes=10
+	local v="chase/$fit/$passes"
+	local list="llcsim:run:$v:500"
+	list+=" llcsim:pair:$v:stream/32768/0:501:502"			# stream beside it, same domain
+	list+=" llcsim:pair:$v:stream/32768/0/cpu=2:503:504"		# stream in the other domain
+	list+=" llcsim:run:chase/$((quarter * 3 / 4))/$passes/w=0x000f:510"	# 0.75x of 4 ways
+	list+=" llcsim:run:chase/$((quarter * 3 / 2))/$passes/w=0x000f:511"	# 1.5x of 4 ways
+	list+=" llcsim:run:chase/$((quarter * 3 / 2))/$passes:512"		# the same, all ways
+	list+=" llcsim:pair:$v/w=0x00ff:stream/32768/0/w=0xff00:513:514"	# CAT: disjoint ways
+	list+=" llcsim:pair:$v/w=0x00ff:stream/32768/0/w=0x00ff:515:516"	# CAT: the same ways
+	read -r serial simout rc secs < <(SMP=4 LLC_DOMAINS=2 boot domains "$list" "${BOOT_TIMEOUT:-3000}")
+	mkdir -p "$results"
+	"$py" "$here/scripts/analyze.py" domains --serial "$serial" --sim "$simout" \
+		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --smp 4 --llc-domains 2 \
+		--out "$results/llcsim-domains.md" --cmd "benchmarks/llcsim/run.sh domains${2:+ $2}"
 }
 
 # The miss-overlap model: the same three loops natively (guarded) and in
@@ -246,6 +278,7 @@ case "${1:-}" in
 build) do_build ;;
 unit) do_unit ;;
 validate) do_build; do_validate "$@" ;;
+domains) do_build; do_domains "$@" ;;
 mlp) do_build; do_mlp "$@" ;;
 table2) do_build; do_table2 "$@" ;;
 pg-fig2) do_build; do_pg_fig2 "$@" ;;

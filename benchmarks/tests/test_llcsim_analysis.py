@@ -184,3 +184,41 @@ def test_figure6_batches_over_repetitions(tmp_path):
     assert cells(page, "hash-25")[3] == "1.500 (1.500-1.500)", "sls slowdown of hash-25"
     assert cells(page, "hash-25")[5] == "1.350 (1.250-1.450)", "mls slowdown of hash-25"
     assert (tmp_path / "pgfig6.png").stat().st_size > 0
+
+
+def domain_logs(tmp, other_domain_mr):
+    """run.sh domains' tags with known LLC miss rates (misses per 1000 LLC
+    accesses); other_domain_mr is the victim's beside the far stream."""
+    mr = {500: 0.01, 501: 0.60, 502: 0.99, 503: other_domain_mr, 504: 0.99, 510: 0.02, 511: 0.97,
+          512: 0.01, 513: 0.02, 514: 0.99, 515: 0.55, 516: 0.99}
+    cpu = {502: 1, 504: 2, 514: 1, 516: 1}
+    ser, sim = ["=== PCTEST cmdline: page_colors=32", "=== PCTEST cpus: 4"], [
+        "config colors=32 line=64 llc_domains=2 vcpus=4"]
+    for tag, rate in mr.items():
+        ser.append(f"LLCSIM-RUN tag={tag} role=x spec=chase/768/40 units=100 cpu={cpu.get(tag, 0)} sink=1")
+        sim.append(f"dump seq={tag} tag={tag} vcpu=0 u_insns=100 u_acc=5000 u_l1m=2000 u_l2m=1000 "
+                   f"u_llcm={int(rate * 1000)} u_seqm=0 u_cycles=1000 k_insns=0 k_acc=0 k_l1m=0 k_l2m=0 "
+                   f"k_llcm=0 k_seqm=0 k_cycles=0 acc_by_vcpu=5000/0/0/0")
+    (tmp / "t.serial.log").write_text("\n".join(ser) + "\n")
+    (tmp / "t.sim.log").write_text("\n".join(sim) + "\n")
+    out = tmp / "llcsim-domains.md"
+    p = subprocess.run([sys.executable, str(ANALYZE), "domains", "--serial", str(tmp / "t.serial.log"),
+                        "--sim", str(tmp / "t.sim.log"), "--boot-rc", "0", "--secs", "1", "--smp", "4",
+                        "--llc-domains", "2", "--llc-kib", "2048", "--out", str(out), "--cmd", "test"],
+                       capture_output=True, text=True)
+    return p, out.read_text() if out.exists() else ""
+
+
+def test_domains_known_answers_pass(tmp_path):
+    p, page = domain_logs(tmp_path, 0.02)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "not ok" not in p.stdout
+    assert "ok - stream in the other domain: victim LLC miss rate 0.020" in p.stdout
+    assert "in each of 2 domains" in page
+    assert (tmp_path / "llcsim-domains.png").stat().st_size > 0
+
+
+def test_domains_a_far_stream_that_hurts_fails(tmp_path):
+    p, _ = domain_logs(tmp_path, 0.40)
+    assert p.returncode == 1
+    assert "not ok - stream in the other domain: victim LLC miss rate 0.400" in p.stdout

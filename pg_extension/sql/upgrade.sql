@@ -46,6 +46,13 @@ $$;
 -- 1.0, then updated to the default version
 CREATE EXTENSION mccdb VERSION '1.0';
 SELECT extversion FROM pg_extension WHERE extname = 'mccdb';
+-- the newer library serves the 1.0 objects until the update
+SELECT count(*) >= 0 AS queue_readable FROM mccdb_queue;
+-- and refuses a definition it does not fill, with a hint, instead of crashing
+CREATE FUNCTION mccdb_upgrade_test.domains_wrong(OUT domain int, OUT slots text)
+	RETURNS SETOF record AS '$libdir/mccdb', 'mccdb_llc_domains' LANGUAGE C;
+SELECT * FROM mccdb_upgrade_test.domains_wrong();
+DROP FUNCTION mccdb_upgrade_test.domains_wrong();
 CREATE TABLE mccdb_upgrade_test.v10 AS SELECT * FROM mccdb_upgrade_test.objects();
 ALTER EXTENSION mccdb UPDATE;
 SELECT extversion = (SELECT default_version FROM pg_available_extensions WHERE name = 'mccdb') AS updated

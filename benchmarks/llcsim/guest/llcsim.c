@@ -13,12 +13,12 @@
  *                                 unit (data on transparent huge pages, so
  *                                 that TLB misses, which the simulator does
  *                                 not model, stay out of the time)
- *   llcsim op begin|end|resume|flush [TAG]
+ *   llcsim op begin|end|resume|flush [TAG] | op ways MASK
  *                                 one control command on the CPU this runs
  *                                 on, for a region another process (e.g. a
  *                                 PostgreSQL backend pinned there) executes
  *
- * SPEC = kind/a/b[/c=LIST][/pc=LIST][/pk=KIB]   ('/' separated; LIST like 0-15)
+ * SPEC = kind/a/b[/c=LIST][/pc=LIST][/pk=KIB][/w=MASK][/cpu=N]   ('/' separated; LIST like 0-15)
  *   chase/KIB/PASSES     random cyclic pointer chase, one node per 64 B line
  *   stream/KIB/LINES     sequential read, one 8-byte word per 64 B line
  *   rand/KIB/LOADS       independent random loads, one 8-byte word of a
@@ -32,6 +32,9 @@
  *                        pk-KiB array (default 8192) of random existing keys
  *   c=LIST   task default colour policy BIND LIST before allocating (all data)
  *   pc=LIST  colour_mbind BIND LIST on the hash probe-key array only
+ *   w=MASK   the worker's vCPU fills only these LLC ways while it runs
+ *            (the simulator's CAT; 0x00ff = ways 0-7)
+ *   cpu=N    run on vCPU N (default: 0 alone and victim, 1 aggressor)
  * Output lines: "LLCSIM-RUN tag=.. role=.. spec=.. units=.. cpu=.." and
  * "LLCSIM-COLORS ..." (colours actually found through /proc/self/pagemap).
  */
@@ -61,6 +64,8 @@ struct work {
 	char colors[64], pcolors[64];
 	long pk_kib;
 	int mode;	/* COLOR_MODE_BIND, or COLOR_MODE_PREFERRED with /pref */
+	unsigned long ways;	/* w=: LLC way mask, 0 = all */
+	int cpu;	/* cpu=: vCPU, -1 = the role's default */
 	const char *spec;
 	/* data */
 	void **chase; size_t nlines; void **cur;
@@ -127,6 +132,7 @@ static void parse_spec(struct work *w, const char *spec)
 	w->spec = spec;
 	w->pk_kib = 8192;
 	w->mode = COLOR_MODE_BIND;
+	w->cpu = -1;
 	snprintf(buf, sizeof(buf), "%s", spec);
 	for (tok = strtok_r(buf, "/", &save); tok; tok = strtok_r(NULL, "/", &save), i++) {
 		if (i == 0) {
@@ -143,6 +149,10 @@ static void parse_spec(struct work *w, const char *spec)
 			w->mode = COLOR_MODE_PREFERRED;
 		} else if (!strncmp(tok, "pk=", 3)) {
 			w->pk_kib = atol(tok + 3);
+		} else if (!strncmp(tok, "w=", 2)) {
+			w->ways = strtoul(tok + 2, NULL, 0);
+		} else if (!strncmp(tok, "cpu=", 4)) {
+			w->cpu = atoi(tok + 4);
 		} else if (i == 1) {
 			w->a = atol(tok);
 		} else if (i == 2) {
@@ -344,6 +354,21 @@ static void pin(int cpu)
 	sched_yield();
 }
 
+/* Run on the worker's vCPU (or the role's), with its LLC way mask. */
+static void place(const struct work *w, int role_cpu)
+{
+	pin(w->cpu >= 0 ? w->cpu : role_cpu);
+	if (w->ways)
+		llcsim_op(LLCSIM_WAYS, (uint32_t)w->ways);
+}
+
+/* The vCPU's way mask back to all ways. */
+static void unplace(const struct work *w)
+{
+	if (w->ways)
+		llcsim_op(LLCSIM_WAYS, 0);
+}
+
 static void run_fixed(struct work *w, int tag, const char *role)
 {
 	long units = fixed_units(w);
@@ -442,8 +467,8 @@ static int cmd_pair(const char *vspec, const char *aspec, int tagv, int taga)
 		struct work w;
 		long units = 0, chunk;
 		int begun = 0;
-		pin(1);
 		parse_spec(&w, aspec);
+		place(&w, 1);
 		setup(&w);
 		llcsim_prepare((uint32_t)taga);
 		chunk = w.kind == K_HASH ? 256 : 1024;
@@ -459,6 +484,7 @@ static int cmd_pair(const char *vspec, const char *aspec, int tagv, int taga)
 			}
 		}
 		llcsim_op(LLCSIM_END, (uint32_t)taga);
+		unplace(&w);
 		printf("LLCSIM-RUN tag=%d role=aggressor spec=%s units=%ld cpu=%d sink=%llu\n", taga,
 		       aspec, units, sched_getcpu(), (unsigned long long)(w.sink + (uintptr_t)w.cur % 2));
 		fflush(stdout);
@@ -467,8 +493,8 @@ static int cmd_pair(const char *vspec, const char *aspec, int tagv, int taga)
 	pv = fork();
 	if (pv == 0) {
 		struct work w;
-		pin(0);
 		parse_spec(&w, vspec);
+		place(&w, 0);
 		setup(&w);
 		llcsim_prepare((uint32_t)tagv);
 		while (!sh->ready && !sh->abort)
@@ -482,6 +508,7 @@ static int cmd_pair(const char *vspec, const char *aspec, int tagv, int taga)
 		sh->measuring = 1;
 		step(&w, fixed_units(&w));
 		llcsim_op(LLCSIM_END, (uint32_t)tagv);
+		unplace(&w);
 		sh->stop = 1;
 		printf("LLCSIM-RUN tag=%d role=victim spec=%s units=%ld cpu=%d sink=%llu\n", tagv,
 		       vspec, fixed_units(&w), sched_getcpu(),
@@ -516,11 +543,12 @@ int main(int argc, char **argv)
 		return cmd_sweep(atol(argv[2]), atoi(argv[3]));
 	if (argc >= 4 && !strcmp(argv[1], "run")) {
 		struct work w;
-		pin(0);
 		parse_spec(&w, argv[2]);
+		place(&w, 0);
 		setup(&w);
 		llcsim_prepare((uint32_t)atoi(argv[3]));
 		run_fixed(&w, atoi(argv[3]), "alone");
+		unplace(&w);
 		return 0;
 	}
 	if (argc >= 3 && !strcmp(argv[1], "time"))
@@ -528,18 +556,22 @@ int main(int argc, char **argv)
 	if (argc >= 6 && !strcmp(argv[1], "pair"))
 		return cmd_pair(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));
 	if (argc >= 3 && !strcmp(argv[1], "op")) {
-		static const char *const ops[] = { "begin", "end", "resume", "trace", "flush" };
+		static const char *const ops[] = { "begin", "end", "resume", "trace", "flush", "ways" };
 		uint32_t cmd;
 
-		for (cmd = 0; cmd < 5; cmd++)
+		for (cmd = 0; cmd < 6; cmd++)
 			if (!strcmp(argv[2], ops[cmd]))
 				break;
+		if (cmd == 5) {
+			llcsim_op(LLCSIM_WAYS, argc >= 4 ? (uint32_t)strtoul(argv[3], NULL, 0) : 0);
+			return 0;
+		}
 		if (cmd < 5 && cmd != 3) {
 			llcsim_op(cmd + 1, argc >= 4 ? (uint32_t)atoi(argv[3]) : 0);
 			return 0;
 		}
 	}
 	fprintf(stderr, "usage: llcsim phys N | sweep LLC_KIB TAG0 | run SPEC TAG | "
-		"pair VSPEC ASPEC TAGV TAGA | time SPEC | op begin|end|resume|flush [TAG]\n");
+		"pair VSPEC ASPEC TAGV TAGA | time SPEC | op begin|end|resume|flush [TAG] | op ways MASK\n");
 	return 2;
 }

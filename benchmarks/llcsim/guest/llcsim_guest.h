@@ -19,6 +19,7 @@
 #define LLCSIM_RESUME	3
 #define LLCSIM_TRACE	4
 #define LLCSIM_FLUSH	5
+#define LLCSIM_WAYS	6	/* arg = LLC way mask this vCPU may fill, 0 = all */
 
 struct llcsim_stub { uint32_t disp; void *code; };
 static struct llcsim_stub llcsim_stubs[256];

@@ -10,6 +10,10 @@
  *     stores are treated alike, dirty state and write-backs are not modelled).
  *   - replacement: true LRU (each set kept in MRU..LRU order) or random
  *     (xorshift64, an invalid way first).
+ *   - way partitioning, as Intel CAT / AMD L3 QoS do it: an access may hit
+ *     in any way, but a miss fills only a way of the accessor's way mask
+ *     (cm_access_ways()); the LRU line among those ways is the victim.
+ *     Each entry remembers its physical way for that.
  *   - no locking here: the caller serialises accesses to one set (the plugin
  *     uses striped spinlocks for the shared LLC; private levels are only
  *     touched by their own vCPU thread).
@@ -31,12 +35,29 @@ struct cm_cache {
 	uint32_t line_shift;
 	uint32_t set_mask;
 	enum cm_repl repl;
-	/* sets * ways entries; entry = line number + 1, 0 = invalid;
-	 * for LRU, slot 0 of a set is the MRU line, slot ways-1 the LRU line. */
+	/* sets * ways entries; entry = (line number + 1) | way << CM_WAY_SHIFT,
+	 * line number + 1 = 0: invalid.  For LRU, slot 0 of a set is the MRU
+	 * line, slot ways-1 the LRU line, and the way is the physical way the
+	 * line sits in; for random replacement slot w is way w. */
 	uint64_t *tags;
 };
 
+#define CM_WAY_SHIFT 56
+#define CM_TAG_MASK ((1ULL << CM_WAY_SHIFT) - 1)
+#define CM_MAX_WAYS 64
+#define CM_ALL_WAYS (~0ULL)
+
+static inline uint32_t cm_way_of(uint64_t entry) { return (uint32_t)(entry >> CM_WAY_SHIFT); }
+static inline uint64_t cm_tag_of(uint64_t entry) { return entry & CM_TAG_MASK; }
+
 static inline int cm_is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
+
+/* Every line invalid; each slot of a set holds its own way. */
+static inline void cm_flush(struct cm_cache *c)
+{
+	for (uint64_t i = 0; i < (uint64_t)c->sets * c->ways; i++)
+		c->tags[i] = (uint64_t)(i % c->ways) << CM_WAY_SHIFT;
+}
 
 /* Returns 0, or -1 when the geometry is not usable (sizes not powers of two,
  * size not a multiple of ways*line, allocation failure). */
@@ -44,7 +65,7 @@ static inline int cm_init(struct cm_cache *c, uint64_t size, uint32_t ways,
 			  uint32_t line, enum cm_repl repl)
 {
 	memset(c, 0, sizeof(*c));
-	if (!ways || !cm_is_pow2(line) || size % ((uint64_t)ways * line))
+	if (!ways || ways > CM_MAX_WAYS || !cm_is_pow2(line) || size % ((uint64_t)ways * line))
 		return -1;
 	uint64_t sets = size / ((uint64_t)ways * line);
 	if (!cm_is_pow2(sets) || sets > (1u << 30))
@@ -57,7 +78,10 @@ static inline int cm_init(struct cm_cache *c, uint64_t size, uint32_t ways,
 	c->set_mask = (uint32_t)sets - 1;
 	c->repl = repl;
 	c->tags = calloc(sets * ways, sizeof(uint64_t));
-	return c->tags ? 0 : -1;
+	if (!c->tags)
+		return -1;
+	cm_flush(c);
+	return 0;
 }
 
 static inline void cm_free(struct cm_cache *c)
@@ -66,10 +90,6 @@ static inline void cm_free(struct cm_cache *c)
 	c->tags = NULL;
 }
 
-static inline void cm_flush(struct cm_cache *c)
-{
-	memset(c->tags, 0, (size_t)c->sets * c->ways * sizeof(uint64_t));
-}
 
 static inline uint32_t cm_set_of(const struct cm_cache *c, uint64_t addr)
 {
@@ -86,40 +106,73 @@ static inline uint64_t cm_xorshift(uint64_t *s)
 }
 
 /*
- * Access addr.  Returns 1 on a hit, 0 on a miss (the line is then filled).
- * rng: state for random replacement (per caller, non-zero), may be NULL for LRU.
+ * Access addr; a miss may fill only a way in `ways` (bit w = way w; bits
+ * beyond the cache's ways are ignored, and a mask with none of its ways
+ * means all of them).  Returns 1 on a hit, 0 on a miss (the line is then
+ * filled).  rng: state for random replacement (per caller, non-zero), may
+ * be NULL for LRU.
  */
-static inline int cm_access(struct cm_cache *c, uint64_t addr, uint64_t *rng)
+static inline int cm_access_ways(struct cm_cache *c, uint64_t addr, uint64_t *rng, uint64_t ways)
 {
 	uint64_t tag = (addr >> c->line_shift) + 1;
 	uint64_t *set = c->tags + (size_t)cm_set_of(c, addr) * c->ways;
 	uint32_t w, n = c->ways;
+	uint64_t all = n < 64 ? (1ULL << n) - 1 : CM_ALL_WAYS;
 
+	ways &= all;
+	if (!ways)
+		ways = all;
 	if (c->repl == CM_LRU) {
+		uint64_t e;
+
 		for (w = 0; w < n; w++) {
-			if (set[w] == tag) {
+			if (cm_tag_of(set[w]) == tag) {
+				e = set[w];
 				if (w)	/* move to MRU */
 					memmove(set + 1, set, w * sizeof(uint64_t));
-				set[0] = tag;
+				set[0] = e;
 				return 1;
 			}
 		}
-		/* miss: drop the LRU line (slot n-1), insert at MRU */
-		memmove(set + 1, set, (n - 1) * sizeof(uint64_t));
-		set[0] = tag;
+		/*
+		 * miss: the least recently used slot whose way the mask allows
+		 * (invalid slots stay behind every valid one, so an invalid way
+		 * of the mask is found first); its line goes, the new one takes
+		 * its way at MRU
+		 */
+		for (w = n; w-- > 0;)
+			if (ways >> cm_way_of(set[w]) & 1)
+				break;
+		e = (uint64_t)cm_way_of(set[w]) << CM_WAY_SHIFT | tag;
+		if (w)
+			memmove(set + 1, set, w * sizeof(uint64_t));
+		set[0] = e;
 		return 0;
 	}
 	for (w = 0; w < n; w++)
-		if (set[w] == tag)
+		if (cm_tag_of(set[w]) == tag)
 			return 1;
 	for (w = 0; w < n; w++) {
-		if (!set[w]) {
-			set[w] = tag;
+		if ((ways >> w & 1) && !cm_tag_of(set[w])) {
+			set[w] = (uint64_t)w << CM_WAY_SHIFT | tag;
 			return 0;
 		}
 	}
-	set[cm_xorshift(rng) % n] = tag;
+	/* a random way among the mask's: the k-th set bit, k uniform */
+	{
+		uint32_t k = (uint32_t)(cm_xorshift(rng) % (uint64_t)__builtin_popcountll(ways));
+
+		for (w = 0; w < n; w++)
+			if ((ways >> w & 1) && k-- == 0)
+				break;
+	}
+	set[w] = (uint64_t)w << CM_WAY_SHIFT | tag;
 	return 0;
+}
+
+static inline int cm_access(struct cm_cache *c, uint64_t addr, uint64_t *rng)
+{
+	return cm_access_ways(c, addr, rng, CM_ALL_WAYS);
 }
 
 /* Is the line of addr present (no state change)? */
@@ -128,7 +181,7 @@ static inline int cm_probe(const struct cm_cache *c, uint64_t addr)
 	uint64_t tag = (addr >> c->line_shift) + 1;
 	const uint64_t *set = c->tags + (size_t)cm_set_of(c, addr) * c->ways;
 	for (uint32_t w = 0; w < c->ways; w++)
-		if (set[w] == tag)
+		if (cm_tag_of(set[w]) == tag)
 			return 1;
 	return 0;
 }

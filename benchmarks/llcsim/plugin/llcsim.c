@@ -3,7 +3,8 @@
  * llcsim - QEMU (7.2, system mode) TCG plugin: a three-level data cache
  * model fed with the guest-physical address of every guest memory access.
  *
- *   private L1d and L2 per vCPU, one shared LLC; all physically indexed,
+ *   private L1d and L2 per vCPU, a shared LLC (or one per domain of vCPUs,
+ *   llc_domains=); all physically indexed,
  *   set-associative, LRU or random replacement, write-allocate, no prefetch,
  *   no coherence/invalidations, no instruction fetches; an access counts for
  *   the line of its first byte.
@@ -23,7 +24,10 @@
  *   cmd 3 RESUME arg=tag: current tag := tag (no reset)
  *   cmd 4 TRACE  arg=n: log the physical address of the next n data accesses
  *                of this vCPU
- *   cmd 5 FLUSH: invalidate this vCPU's L1/L2 and the whole LLC
+ *   cmd 5 FLUSH: invalidate this vCPU's L1/L2 and the whole LLC (every domain's)
+ *   cmd 6 WAYS   arg=mask: this vCPU fills only the LLC ways whose bits are
+ *                set (a class of service of Intel CAT / AMD L3 QoS; it still
+ *                hits in every way); 0 = all ways
  * Counters follow the vCPU, so a measured process must stay on one vCPU
  * (the guest programs pin themselves).
  *
@@ -33,6 +37,8 @@
  *
  * Arguments (-plugin libllcsim.so,arg=value,...):
  *   llc=2M llc_ways=16 l2=256K l2_ways=8 (l2=0: no L2) l1=32K l1_ways=8
+ *   llc_domains=N: N last-level caches of llc= each, vCPU i using number
+ *     i * N / vcpus (4 vCPUs, N=2: vCPUs 0-1 share one, 2-3 the other)
  *   line=64 repl=lru|random seed=1 out=FILE (default stderr)
  *   sim=always|tagged (tagged: skip accesses of vCPUs whose tag is 0)
  *   cpi=1.0 lat_l2=12 lat_llc=40 lat_mem=200 (timing model, printed cycles)
@@ -84,6 +90,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define CMD_RESUME	3
 #define CMD_TRACE	4
 #define CMD_FLUSH	5
+#define CMD_WAYS	6
+#define MAX_DOMAINS	16
 #define MAX_TAGS	4096
 #define NLOCKS		1024
 #define KERNEL_VADDR	0xffff800000000000ull
@@ -110,12 +118,15 @@ struct vcpu {
 	} out[MAX_MSHR];
 	unsigned int out_n;
 	uint64_t waits, wait_timeouts;
+	struct cm_cache *llc;		/* its domain's LLC */
+	uint64_t ways;			/* LLC ways it may fill (CMD_WAYS) */
 	char pad[64];
 };
 
 static struct {
 	uint64_t l1, l2, llc;
 	uint32_t l1_ways, l2_ways, llc_ways, line;
+	unsigned int llc_domains;
 	enum cm_repl repl;
 	uint64_t seed;
 	bool tagged;
@@ -129,13 +140,13 @@ static struct {
 	.l1_ways = 8, .l2_ways = 8, .llc_ways = 16, .line = 64,
 	.repl = CM_LRU, .seed = 1, .tagged = false,
 	.cpi = 1.0, .lat_l2 = 12, .lat_llc = 40, .lat_mem = 200, .lat_seq = -1,
-	.mshr = 10,
+	.mshr = 10, .llc_domains = 1,
 };
 /* integer centicycle versions for the clocks */
 static uint64_t c_cpi, c_l2, c_llc, c_mem, c_seq;
 
-static struct cm_cache llc;
-static volatile char llc_lock[NLOCKS];
+static struct cm_cache llcs[MAX_DOMAINS];
+static volatile char llc_lock[NLOCKS];	/* for every domain's sets */
 static struct vcpu *vcpus;
 static int nvcpus;
 static FILE *out;
@@ -269,9 +280,9 @@ static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
 		return;
 	}
 	s[F_L2M]++;
-	set = cm_set_of(&llc, pa);
+	set = cm_set_of(v->llc, pa);
 	lock_set(set);
-	hit = cm_access(&llc, pa, &v->rng);
+	hit = cm_access_ways(v->llc, pa, &v->rng, v->ways);
 	unlock_set(set);
 	if (hit) {
 		charge(v, s, vaddr, pa, info, c_llc);
@@ -279,7 +290,7 @@ static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
 	}
 	s[F_LLCM]++;
 	{
-		uint64_t line = pa >> llc.line_shift;
+		uint64_t line = pa >> v->llc->line_shift;
 		int seqm = 0, j;
 		for (j = 0; j < 4; j++)
 			seqm |= v->miss_line[j] + 1 == line;
@@ -438,9 +449,13 @@ static void vcpu_magic(unsigned int idx, void *ud)
 			cm_flush(&v->l2);
 		for (i = 0; i < NLOCKS; i++)
 			lock_set(i);
-		cm_flush(&llc);
+		for (i = 0; i < (int)cfg.llc_domains; i++)
+			cm_flush(&llcs[i]);
 		for (i = 0; i < NLOCKS; i++)
 			unlock_set(i);
+		break;
+	case CMD_WAYS:
+		v->ways = arg ? arg : CM_ALL_WAYS;
 		break;
 	default:
 		break;
@@ -522,6 +537,9 @@ static int parse_arg(const char *a)
 		return (cfg.l2_ways = (uint32_t)atoi(val)) ? 0 : -1;
 	if (!strcmp(key, "llc_ways"))
 		return (cfg.llc_ways = (uint32_t)atoi(val)) ? 0 : -1;
+	if (!strcmp(key, "llc_domains"))
+		return (cfg.llc_domains = (unsigned int)atoi(val)) >= 1 &&
+			cfg.llc_domains <= MAX_DOMAINS ? 0 : -1;
 	if (!strcmp(key, "line"))
 		return (cfg.line = (uint32_t)cm_parse_size(val)) ? 0 : -1;
 	if (!strcmp(key, "repl")) {
@@ -628,11 +646,22 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 	c_llc = (uint64_t)(cfg.lat_llc * 100 + 0.5);
 	c_mem = (uint64_t)(cfg.lat_mem * 100 + 0.5);
 	c_seq = (uint64_t)(cfg.lat_seq * 100 + 0.5);
-	if (cm_init(&llc, cfg.llc, cfg.llc_ways, cfg.line, cfg.repl)) {
-		fprintf(stderr, "llcsim: bad LLC geometry\n");
+	if (cfg.llc_ways > 16) {
+		/* CMD_WAYS carries a 16-bit mask */
+		fprintf(stderr, "llcsim: llc_ways above 16\n");
 		return -1;
 	}
+	for (i = 0; i < (int)cfg.llc_domains; i++) {
+		if (cm_init(&llcs[i], cfg.llc, cfg.llc_ways, cfg.line, cfg.repl)) {
+			fprintf(stderr, "llcsim: bad LLC geometry\n");
+			return -1;
+		}
+	}
 	nvcpus = info->system.max_vcpus;
+	if ((int)cfg.llc_domains > nvcpus) {
+		fprintf(stderr, "llcsim: llc_domains=%u for %d vCPUs\n", cfg.llc_domains, nvcpus);
+		return -1;
+	}
 	vcpus = calloc((size_t)nvcpus, sizeof(*vcpus));
 	if (!vcpus)
 		return -1;
@@ -645,6 +674,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 			return -1;
 		}
 		v->rng = cfg.seed * 0x9E3779B97F4A7C15ull + (uint64_t)i + 1;
+		v->llc = &llcs[(uint64_t)i * cfg.llc_domains / (uint64_t)nvcpus];
+		v->ways = CM_ALL_WAYS;
 		v->stats = calloc(MAX_TAGS, sizeof(*v->stats));
 		v->idle = 1;	/* until it executes its first TB */
 		if (!v->stats)
@@ -658,12 +689,12 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 	fprintf(out, "config l1=%" PRIu64 "/%u l2=%" PRIu64 "/%u llc=%" PRIu64 "/%u"
 		" line=%u llc_sets=%u colors=%" PRIu64 " repl=%s sim=%s vcpus=%d"
 		" cpi=%g lat_l2=%g lat_llc=%g lat_mem=%g lat_seq=%g sync=%" PRIu64
-		" rob=%" PRIu64 " mshr=%u ram_mib=%" PRIu64 "\n",
+		" rob=%" PRIu64 " mshr=%u ram_mib=%" PRIu64 " llc_domains=%u\n",
 		cfg.l1, cfg.l1_ways, cfg.l2, cfg.l2_ways, cfg.llc, cfg.llc_ways,
-		cfg.line, llc.sets, cfg.llc / ((uint64_t)cfg.llc_ways * 4096),
+		cfg.line, llcs[0].sets, cfg.llc / ((uint64_t)cfg.llc_ways * 4096),
 		cfg.repl == CM_LRU ? "lru" : "random", cfg.tagged ? "tagged" : "always",
 		nvcpus, cfg.cpi, cfg.lat_l2, cfg.lat_llc, cfg.lat_mem, cfg.lat_seq, cfg.sync / 100,
-		cfg.rob, cfg.mshr, ram_size >> 20);
+		cfg.rob, cfg.mshr, ram_size >> 20, cfg.llc_domains);
 	fflush(out);
 	qemu_plugin_register_vcpu_tb_trans_cb(id, vcpu_tb_trans);
 	qemu_plugin_register_vcpu_idle_cb(id, vcpu_idle);

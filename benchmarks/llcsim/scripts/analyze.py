@@ -126,7 +126,7 @@ def machine(args, d):
         '## Machine and configuration', '',
         f'- Host: {platform.node()}, {os.cpu_count()} vCPUs ({cpu}), kernel {platform.release()}.',
         guard_lines(args),
-        f'- {q}, `-accel tcg` (MTTCG: one host thread per vCPU), `-cpu qemu64,l3-cache=on -smp 2 '
+        f'- {q}, `-accel tcg` (MTTCG: one host thread per vCPU), `-cpu qemu64,l3-cache=on -smp {args.smp} '
         f'-m {args.mem}`; guest: patched Linux 6.1 (kernel-patch series, test.config + CONFIG_ACPI) '
         f'booted with `page_colors=32`.',
         f'- Guest serial: `{cmdline.replace("=== PCTEST ", "")}`; `{cpus.replace("=== PCTEST ", "")}`',
@@ -134,7 +134,10 @@ def machine(args, d):
         f'{c.get("l1", "0/0").split("/")[1]}-way, L2 {int(c.get("l2", "0/0").split("/")[0]) >> 10} KiB '
         f'{c.get("l2", "0/0").split("/")[1]}-way (private per vCPU), LLC '
         f'{int(c.get("llc", "0/0").split("/")[0]) >> 10} KiB {c.get("llc", "0/0").split("/")[1]}-way '
-        f'shared, {c.get("line")} B lines, {c.get("llc_sets")} sets, {c.get("colors")} colours, '
+        + ('shared' if int(c.get('llc_domains', 1) or 1) == 1 else
+           f'in each of {c.get("llc_domains")} domains (vCPU i in domain i x {c.get("llc_domains")} / '
+           f'{c.get("vcpus")})') +
+        f', {c.get("line")} B lines, {c.get("llc_sets")} sets, {c.get("colors")} colours, '
         f'replacement {c.get("repl")}, simulation {c.get("sim")}.',
         f'- Timing model: cycles = insns x {c.get("cpi")} + L2 hits x {c.get("lat_l2")} + LLC hits x '
         f'{c.get("lat_llc")} + LLC misses x {c.get("lat_mem")}, except LLC misses to the line after one of the '
@@ -163,6 +166,16 @@ def plt_mod():
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
     return plt
+
+
+def miss_rate_bars(ax, labels, vals, colors, ylabel, title):
+    """One panel of miss rates (0-1), each bar labelled with its value."""
+    ax.bar(labels, vals, color=colors[:len(vals)])
+    for i, v in enumerate(vals):
+        ax.text(i, v + 0.02, f'{v:.3f}', ha='center', fontsize=9)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
 
 
 def validate(args, d):
@@ -231,12 +244,8 @@ def validate(args, d):
         if m:
             labels.append(name)
             vals.append(m['llc_mr'])
-    ax[1].bar(labels, vals, color=['gray', 'tab:red', 'tab:green', 'tab:orange'][:len(vals)])
-    for i, v in enumerate(vals):
-        ax[1].text(i, v + 0.02, f'{v:.3f}', ha='center', fontsize=9)
-    ax[1].set_ylim(0, 1.05)
-    ax[1].set_ylabel('victim LLC miss rate')
-    ax[1].set_title('512 KiB chase (CPU 0) vs 32 MiB stream (CPU 1)')
+    miss_rate_bars(ax[1], labels, vals, ['gray', 'tab:red', 'tab:green', 'tab:orange'], 'victim LLC miss rate',
+                   '512 KiB chase (CPU 0) vs 32 MiB stream (CPU 1)')
     fig.tight_layout()
     fig.savefig(base + '.png', dpi=110)
 
@@ -287,6 +296,82 @@ def validate(args, d):
           f'{len(bad)} had pages outside their colours.', '']
     for c in d['colors']:
         L.append(f'- pid {c.get("pid")} {c["what"]} want={c["want"]}: {c["inside"]}/{c["sampled"]} inside')
+    write_page(args.out, '\n'.join(L) + '\n')
+    for ok, what in checks:
+        print(f'{"ok" if ok else "not ok"} - {what}')
+    return 0 if all(ok for ok, _ in checks) else 1
+
+
+def domains(args, d):
+    """The multi-LLC and way-mask models against known answers (run.sh domains)."""
+    checks = []
+
+    def check(ok, what):
+        checks.append((bool(ok), what))
+
+    check(args.boot_rc == 0, f'guest run passed boot-test (exit {args.boot_rc})')
+    m = {t: metrics(d, t) for t in (500, 501, 502, 503, 504, 510, 511, 512, 513, 514, 515, 516)}
+    missing = [t for t, x in m.items() if not x]
+    check(not missing, f'every region measured (missing tags: {missing or "none"})')
+    if missing:
+        for ok, what in checks:
+            print(f'{"ok" if ok else "not ok"} - {what}')
+        return 1
+    alone, same, other = m[500]['llc_mr'], m[501]['llc_mr'], m[503]['llc_mr']
+    check(str(m[502]['cpu']) == '1' and str(m[504]['cpu']) == '2',
+          f'the streams ran where asked: vCPU {m[502]["cpu"]} (same domain), {m[504]["cpu"]} (other domain)')
+    check(m[502]['acc'] > 0 and m[504]['acc'] > 0,
+          f'the streams co-ran: {m[502]["acc"]} / {m[504]["acc"]} accesses in the victim\'s window')
+    check(other <= alone + 0.05,
+          f'stream in the other domain: victim LLC miss rate {other:.3f} within 5 points of alone ({alone:.3f})')
+    check(same >= alone + 0.20,
+          f'stream in the same domain: victim LLC miss rate {same:.3f} at least 20 points above alone ({alone:.3f})')
+    fit, over, over_all = m[510]['llc_mr'], m[511]['llc_mr'], m[512]['llc_mr']
+    check(fit <= 0.10, f'4 of 16 ways: a chase of 0.75x their capacity misses {fit:.3f} (<= 0.10)')
+    check(over >= 0.90, f'4 of 16 ways: a chase of 1.5x their capacity misses {over:.3f} (>= 0.90)')
+    check(over_all <= 0.10, f'the same 1.5x chase with all 16 ways misses {over_all:.3f} (<= 0.10)')
+    cat_iso, cat_shared = m[513]['llc_mr'], m[515]['llc_mr']
+    check(cat_iso <= alone + 0.05,
+          f'ways 0-7 beside a stream in ways 8-15: victim misses {cat_iso:.3f}, within 5 points of alone')
+    check(cat_shared >= alone + 0.20,
+          f'ways 0-7 beside a stream in ways 0-7: victim misses {cat_shared:.3f}, at least 20 points above alone')
+
+    rows = [('alone (vCPU 0)', m[500], None),
+            ('stream on vCPU 1 (same domain)', m[501], m[502]),
+            ('stream on vCPU 2 (other domain)', m[503], m[504]),
+            ('victim ways 0-7, stream ways 8-15 (vCPU 1)', m[513], m[514]),
+            ('victim ways 0-7, stream ways 0-7 (vCPU 1)', m[515], m[516])]
+    plt = plt_mod()
+    base = os.path.splitext(args.out)[0]
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    names = ['alone', 'same\ndomain', 'other\ndomain', 'CAT\ndisjoint', 'CAT\nshared']
+    miss_rate_bars(ax[0], names, [v['llc_mr'] for _, v, _ in rows],
+                   ['gray', 'tab:red', 'tab:green', 'tab:green', 'tab:red'], 'victim LLC miss rate',
+                   f'{args.llc_kib * 3 // 8} KiB chase (vCPU 0) vs a 32 MiB stream')
+    miss_rate_bars(ax[1], ['0.75x of 4 ways', '1.5x of 4 ways', '1.5x of 4 ways,\nall 16 ways'],
+                   [fit, over, over_all], ['tab:green', 'tab:red', 'gray'], 'LLC miss rate',
+                   'pointer chase with a way mask of 4 of 16 ways')
+    fig.tight_layout()
+    fig.savefig(base + '.png', dpi=110)
+
+    L = ['# llcsim: more than one LLC, and way partitioning (CAT), against known answers', '',
+         'Generated by `benchmarks/llcsim/scripts/analyze.py domains` from one guest run. Four vCPUs, two LLC '
+         'domains (vCPUs 0-1 and 2-3, each its own LLC of the configured size). A way mask (`w=` in a guest '
+         'SPEC: the worker sets it on its vCPU with the plugin\'s WAYS command, as a class of service of Intel '
+         'CAT or AMD L3 QoS) limits the LLC ways the vCPU\'s misses may fill; hits are found in every way. '
+         'Counts are user-mode data accesses of the measured region.', '',
+         machine(args, d), '## Checks', '']
+    for ok, what in checks:
+        L.append(f'- {"PASS" if ok else "FAIL"}: {what}')
+    L += ['', f'![domains and way masks]({os.path.basename(base)}.png)', '',
+          '| case | victim LLC accesses | victim LLC miss rate | victim modeled cycles | co-runner accesses in '
+          'window | co-runner LLC miss rate |', '| --- | --- | --- | --- | --- | --- |']
+    for name, v, a in rows:
+        L.append(f'| {name} | {v["l2m"]} | {v["llc_mr"]:.3f} | {v["cycles"]:.3g} | '
+                 f'{a["acc"] if a else "-"} | {("%.3f" % a["llc_mr"]) if a else "-"} |')
+    L += ['', '| way-mask chase | spec | LLC accesses | LLC miss rate |', '| --- | --- | --- | --- |']
+    for t, name in ((510, '0.75x of 4 ways'), (511, '1.5x of 4 ways'), (512, 'the same, all ways')):
+        L.append(f'| {name} | `{m[t]["spec"]}` | {m[t]["l2m"]} | {m[t]["llc_mr"]:.3f} |')
     write_page(args.out, '\n'.join(L) + '\n')
     for ok, what in checks:
         print(f'{"ok" if ok else "not ok"} - {what}')
@@ -808,20 +893,22 @@ def pgfig6(args, d):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('mode', choices=['validate', 'mlp', 'table2', 'pgfig2', 'pgfig6'])
+    ap.add_argument('mode', choices=['validate', 'domains', 'mlp', 'table2', 'pgfig2', 'pgfig6'])
     ap.add_argument('--serial', required=True)
     ap.add_argument('--sim', required=True)
     ap.add_argument('--boot-rc', type=int, default=0)
     ap.add_argument('--secs', default='?')
     ap.add_argument('--llc-kib', type=int, default=2048)
     ap.add_argument('--mem', default='1024')
+    ap.add_argument('--smp', default='2')
+    ap.add_argument('--llc-domains', default='1')
     ap.add_argument('--out', required=True)
     ap.add_argument('--cmd', default='')
     ap.add_argument('--tpch', default='?')
     ap.add_argument('--native', help='mlp: the JSON of python -m mccdb_bench.llcsim_native')
     args = ap.parse_args()
     d = load(args.serial, args.sim)
-    sys.exit({'validate': validate, 'mlp': mlp, 'table2': table2, 'pgfig2': pgfig2,
+    sys.exit({'validate': validate, 'domains': domains, 'mlp': mlp, 'table2': table2, 'pgfig2': pgfig2,
               'pgfig6': pgfig6}[args.mode](args, d))
 
 

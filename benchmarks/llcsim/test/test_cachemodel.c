@@ -64,19 +64,59 @@ static int ref_access(struct ref *r, uint64_t addr)
 	return 0;
 }
 
-/* Hit rate of a cyclic sweep over `bytes` (stride `line`) after one warm pass. */
-static double cyclic_hit_rate(struct cm_cache *c, uint64_t base, uint64_t bytes, int passes)
+/*
+ * The reference with a way mask (CAT): a hit anywhere; a miss fills the
+ * invalid way of the mask with the highest index (the order in which the
+ * model's slots start), else the mask's oldest way.
+ */
+static int ref_access_ways(struct ref *r, uint64_t addr, uint64_t mask)
+{
+	uint64_t ln = addr >> r->shift;
+	uint32_t s = (uint32_t)(ln % r->sets), w;
+	int victim = -1;
+	uint64_t *t = r->tag + (size_t)s * r->ways, *ts = r->ts + (size_t)s * r->ways;
+
+	r->clock++;
+	for (w = 0; w < r->ways; w++) {
+		if (t[w] == ln + 1) {
+			ts[w] = r->clock;
+			return 1;
+		}
+	}
+	for (w = r->ways; w-- > 0;)
+		if ((mask >> w & 1) && !t[w]) {
+			victim = (int)w;
+			break;
+		}
+	if (victim < 0)
+		for (w = 0; w < r->ways; w++)
+			if ((mask >> w & 1) && (victim < 0 || ts[w] < ts[victim]))
+				victim = (int)w;
+	t[victim] = ln + 1;
+	ts[victim] = r->clock;
+	return 0;
+}
+
+/* Hit rate of a cyclic sweep over `bytes` (stride `line`) after one warm
+ * pass, filling only the ways in `ways`. */
+static double cyclic_hit_rate_ways(struct cm_cache *c, uint64_t base, uint64_t bytes, int passes,
+				   uint64_t ways)
 {
 	uint64_t rng = 12345, hits = 0, n = 0, a;
 	int p;
 
 	cm_flush(c);
 	for (a = 0; a < bytes; a += c->line)
-		cm_access(c, base + a, &rng);
+		cm_access_ways(c, base + a, &rng, ways);
 	for (p = 0; p < passes; p++)
 		for (a = 0; a < bytes; a += c->line, n++)
-			hits += (uint64_t)cm_access(c, base + a, &rng);
+			hits += (uint64_t)cm_access_ways(c, base + a, &rng, ways);
 	return (double)hits / (double)n;
+}
+
+static double cyclic_hit_rate(struct cm_cache *c, uint64_t base, uint64_t bytes, int passes)
+{
+	return cyclic_hit_rate_ways(c, base, bytes, passes, CM_ALL_WAYS);
 }
 
 /* Physical address of page `i` of a range whose pages have colours in
@@ -94,7 +134,7 @@ int main(void)
 	uint64_t rng = 1;
 	int i, hits;
 
-	printf("TAP version 13\n1..16\n");
+	printf("TAP version 13\n1..21\n");
 
 	/* 1-2: geometry */
 	i = cm_init(&c, 2 << 20, 16, 64, CM_LRU);
@@ -245,6 +285,68 @@ int main(void)
 			bad += pres != h || !cm_probe(&c, a);
 		}
 		ok(bad == 0, "%g inconsistencies (%g)", "random replacement: hit iff present, line present after access", bad, 0);
+		cm_free(&c);
+	}
+
+	/* 17-18: a way mask of k of 16 ways: the capacity knee at k/16 of the LLC */
+	cm_init(&c, 2 << 20, 16, 64, CM_LRU);
+	{
+		uint64_t four = 0xf, way_bytes = (2 << 20) / 16;
+		double in = cyclic_hit_rate_ways(&c, 1 << 30, 3 * way_bytes, 2, four);
+		double out = cyclic_hit_rate_ways(&c, 1 << 30, 5 * way_bytes, 2, four);
+		double all = cyclic_hit_rate_ways(&c, 1 << 30, 5 * way_bytes, 2, CM_ALL_WAYS);
+		ok(in == 1.0 && out == 0.0, "0.75x of 4 ways %g, 1.25x %g",
+		   "way mask of 4 of 16 ways: 384 KiB cyclic fits, 640 KiB thrashes", in, out);
+		ok(all == 1.0, "hit rate %g (%g)", "the same 640 KiB with all ways fits", all, 0);
+	}
+
+	/* 19: disjoint masks isolate (CAT), the same mask does not */
+	{
+		uint64_t a, hits2 = 0, lines = (512 << 10) / 64;
+		double iso, shared;
+
+		for (int k = 0; k < 2; k++) {
+			uint64_t stream_ways = k ? 0x00ff : 0xff00;
+
+			cm_flush(&c);
+			for (a = 0; a < (512 << 10); a += 64)
+				cm_access_ways(&c, (1ull << 30) + a, &rng, 0x00ff);
+			for (a = 0; a < (32 << 20); a += 64)
+				cm_access_ways(&c, (2ull << 30) + a, &rng, stream_ways);
+			hits2 = 0;
+			for (a = 0; a < (512 << 10); a += 64)
+				hits2 += cm_probe(&c, (1ull << 30) + a);
+			if (k)
+				shared = hits2 / (double)lines;
+			else
+				iso = hits2 / (double)lines;
+		}
+		ok(iso == 1.0 && shared == 0.0, "resident %g disjoint, %g shared",
+		   "ways 0-7 against a 32 MiB stream in ways 8-15: victim resident; in ways 0-7: evicted", iso, shared);
+	}
+
+	/* 20: a line filled under one mask hits for any mask (lookups see every way) */
+	cm_flush(&c);
+	cm_access_ways(&c, 4096, &rng, 0x1);
+	ok(cm_access_ways(&c, 4096, &rng, 0x8000) == 1 && cm_access(&c, 4096, &rng) == 1, NULL,
+	   "a line filled in way 0 hits for an accessor limited to way 15", 0, 0);
+	cm_free(&c);
+
+	/* 21: random masks against the reference, small cache */
+	{
+		struct ref r;
+		int mism = 0;
+		uint64_t masks[4] = {0xff, 0x0f, 0xf0, 0x81};
+
+		cm_init(&c, 64 << 10, 8, 64, CM_LRU);
+		ref_init(&r, 64 << 10, 8, 64);
+		for (i = 0; i < 400000; i++) {
+			uint64_t a = (cm_xorshift(&rng) % (256 << 10)) & ~63ull;
+			uint64_t m = masks[cm_xorshift(&rng) % 4];
+
+			mism += cm_access_ways(&c, a, &rng, m) != ref_access_ways(&r, a, m);
+		}
+		ok(mism == 0, "%g mismatches (%g)", "LRU with random way masks agrees with the reference", mism, 0);
 		cm_free(&c);
 	}
 

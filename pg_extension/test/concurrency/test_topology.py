@@ -10,63 +10,12 @@ libpq environment points at (scripts/pg-cluster.sh restart).
 import os
 import pathlib
 import shutil
-import tempfile
 
 import pytest
 
-from conftest import cluster, connect, server_log
+from conftest import connect, domains_of, make_machine
 
 MB = 1024 * 1024
-
-
-def cpu_list(cpus):
-    return ",".join(str(c) for c in sorted(cpus))
-
-
-def make_machine(root, online, llc, level=3, size="32768K", private_l2=True):
-    """A sysfs-like tree: online is the CPU list file's text; llc maps each
-    CPU to the CPUs its last-level cache lists (as Linux prints them)."""
-    (root / "online").write_text(online + "\n")
-    for cpu, shared in llc.items():
-        caches = [(1, "Data", "48K", str(cpu)), (1, "Instruction", "32K", str(cpu))]
-        if private_l2 and level > 2:
-            caches.append((2, "Unified", "1024K", str(cpu)))
-        caches.append((level, "Unified", size, shared))
-        for idx, (lvl, typ, sz, lst) in enumerate(caches):
-            d = root / f"cpu{cpu}" / "cache" / f"index{idx}"
-            d.mkdir(parents=True)
-            for name, value in (("level", lvl), ("type", typ), ("size", sz), ("shared_cpu_list", lst)):
-                (d / name).write_text(f"{value}\n")
-
-
-def domains_of(groups):
-    """{cpu: 'list of its group'} for CPU groups given as ranges."""
-    return {c: (f"{min(g)}-{max(g)}" if len(g) > 1 else str(g[0])) for g in groups for c in g}
-
-
-@pytest.fixture
-def machine():
-    """A directory the server's user can read, and a restart with the
-    server's topology root pointed at it; reset and restarted afterwards."""
-    root = pathlib.Path(tempfile.mkdtemp(prefix="mccdb-topology-"))
-
-    def start(path=root):
-        for p in [root, *root.rglob("*")]:
-            p.chmod(0o755 if p.is_dir() else 0o644)
-        with connect() as c:
-            c.execute(f"alter system set mccdb.cpu_topology_root = '{path}'")
-        with server_log() as log:
-            cluster("restart")
-        with connect() as c:
-            rows = c.execute("select domain, cpus, ncpus, cache_level, cache_bytes, source "
-                             "from mccdb_llc_domains order by domain").fetchall()
-        return rows, log.text
-
-    yield root, start
-    with connect() as c:
-        c.execute("alter system reset mccdb.cpu_topology_root")
-    cluster("restart")
-    shutil.rmtree(root)
 
 
 @pytest.mark.parametrize("groups", [

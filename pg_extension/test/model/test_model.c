@@ -156,10 +156,69 @@ test_learning(void)
 	}
 }
 
+/* A domain with `free` slots and s, m, w queries of each class running. */
+static ModelDomain
+domain(int free, int s, int m, int w)
+{
+	ModelDomain d = {free, {s, m, w}};
+
+	return d;
+}
+
+static void
+test_placement(void)
+{
+	ModelDomain d[8];
+	int			i;
+
+	/* one domain, as on a machine with one LLC: it, when there is room */
+	d[0] = domain(2, 0, 0, 0);
+	ok(model_place(d, 1, S, 1, paper) == 0, "one domain: the query goes there");
+	d[0] = domain(0, 1, 0, 1);
+	ok(model_place(d, 1, S, 1, paper) == -1, "one full domain: no room, -1");
+	d[0] = domain(1, 1, 0, 0);
+	ok(model_place(d, 1, S, 2, paper) == -1, "a query needing more slots than are free waits");
+
+	/* two domains: a strong query goes away from the strong one running */
+	d[0] = domain(1, 1, 0, 0);
+	d[1] = domain(1, 0, 0, 1);
+	ok(model_place(d, 2, S, 1, paper) == 1, "strong beside weak rather than beside strong (matrix)");
+	ok(model_place(d, 2, W, 1, paper) == 1, "weak beside weak rather than beside strong (matrix)");
+
+	/* nothing learned (all 1.0): cache-hungry queries spread, streams pack */
+	d[0] = domain(1, 1, 0, 0);
+	d[1] = domain(2, 0, 0, 0);
+	ok(model_place(d, 2, S, 1, none) == 1, "no matrix: strong avoids the domain with a strong query");
+	d[0] = domain(1, 0, 0, 1);
+	d[1] = domain(2, 0, 0, 0);
+	ok(model_place(d, 2, W, 1, none) == 0, "no matrix: weak joins the weak query (streams together)");
+	ok(model_place(d, 2, M, 1, none) == 1, "no matrix: moderate takes the emptier domain");
+	d[0] = domain(1, 0, 1, 0);
+	d[1] = domain(1, 0, 0, 1);
+	ok(model_place(d, 2, W, 1, none) == 1, "no matrix: weak avoids the cache-hungry query");
+
+	/* eight domains of two: the first empty one after full and busy ones */
+	for (i = 0; i < 8; i++)
+		d[i] = domain(0, 1, 0, 1);
+	d[5] = domain(2, 0, 0, 0);
+	d[6] = domain(1, 0, 0, 1);
+	ok(model_place(d, 8, S, 1, paper) == 5, "eight domains: strong takes the empty one");
+	ok(model_place(d, 8, S, 2, paper) == 5, "eight domains: a query with a worker needs two free slots");
+	d[5] = domain(1, 0, 0, 1);
+	ok(model_place(d, 8, S, 2, paper) == -1, "eight domains, none with two free slots: -1");
+	ok(model_place(d, 8, W, 1, paper) == 5, "eight domains, weak: the lowest of equal domains");
+
+	/* uneven domains (6 + 2 CPUs): room decides before the matrix */
+	d[0] = domain(5, 1, 0, 0);
+	d[1] = domain(0, 0, 0, 2);
+	ok(model_place(d, 2, W, 1, paper) == 0, "uneven: the full small domain is skipped");
+}
+
 int
 main(void)
 {
 	test_rule();
 	test_learning();
+	test_placement();
 	return tap_done();
 }
