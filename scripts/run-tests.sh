@@ -96,7 +96,7 @@ load_test_queries() {
 }
 
 test_extension() {
-	run_installcheck "pg_regress: EXPLAIN output and the 1.0 -> 1.1 upgrade (make installcheck)" test
+	run_installcheck "pg_regress: EXPLAIN output and the upgrades from 1.0 (make installcheck)" test
 	"$MCCDB_ROOT/scripts/pg-cluster.sh" start nopreload --port "$NOPRELOAD_PORT" --no-preload || exit 1
 	run_installcheck "pg_regress: a server without the preload" nopreload REGRESS=no_preload
 	"$MCCDB_ROOT/scripts/pg-cluster.sh" stop nopreload

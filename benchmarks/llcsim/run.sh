@@ -143,20 +143,25 @@ do_validate() {
 # The multi-LLC and way-mask models: 4 vCPUs as 2 domains of 2 (vCPUs 0-1,
 # 2-3); known answers checked by analyze.py domains.
 do_domains() {
-	local kib fit passes=40 quarter
+	local kib passes=40 v cat half
 	kib=$(llc_kib)
-	fit=$((kib * 3 / 8))		# a victim chase of 0.375x the LLC
-	quarter=$((kib / 4))		# 4 of 16 ways
+	half=$((kib / 2))		# the capacity of 8 of 16 ways
 	[ $QUICK = 1 ] && passes=10
-	local v="chase/$fit/$passes"
+	# The victim beside a stream: a chase of 0.75x the LLC, whose reuse
+	# distance a stream in its LLC pushes past 16 ways.
+	v="chase/$((kib * 3 / 4))/$passes"
+	# Under a mask of 8 ways: a chase of half their capacity.  (4 KiB pages
+	# land in sets by chance, so a chase near a capacity overflows some
+	# sets; and the L2 holds anything up to 256 KiB: hence 8 ways, 0.5x.)
+	cat="chase/$((half / 2))/$passes/w=0x00ff"
 	local list="llcsim:run:$v:500"
 	list+=" llcsim:pair:$v:stream/32768/0:501:502"			# stream beside it, same domain
 	list+=" llcsim:pair:$v:stream/32768/0/cpu=2:503:504"		# stream in the other domain
-	list+=" llcsim:run:chase/$((quarter * 3 / 4))/$passes/w=0x000f:510"	# 0.75x of 4 ways
-	list+=" llcsim:run:chase/$((quarter * 3 / 2))/$passes/w=0x000f:511"	# 1.5x of 4 ways
-	list+=" llcsim:run:chase/$((quarter * 3 / 2))/$passes:512"		# the same, all ways
-	list+=" llcsim:pair:$v/w=0x00ff:stream/32768/0/w=0xff00:513:514"	# CAT: disjoint ways
-	list+=" llcsim:pair:$v/w=0x00ff:stream/32768/0/w=0x00ff:515:516"	# CAT: the same ways
+	list+=" llcsim:run:chase/$((half * 3 / 2))/$passes/w=0x00ff:511"	# 1.5x of 8 ways
+	list+=" llcsim:run:chase/$((half * 3 / 2))/$passes:512"		# the same, all ways
+	list+=" llcsim:pair:$cat:stream/32768/0/w=0xff00:513:514"		# CAT: disjoint ways
+	list+=" llcsim:pair:$cat:stream/32768/0/w=0x00ff:515:516"		# CAT: the same ways
+	list+=" llcsim:run:$cat:517"					# 0.5x of 8 ways, alone
 	read -r serial simout rc secs < <(SMP=4 LLC_DOMAINS=2 boot domains "$list" "${BOOT_TIMEOUT:-3000}")
 	mkdir -p "$results"
 	"$py" "$here/scripts/analyze.py" domains --serial "$serial" --sim "$simout" \

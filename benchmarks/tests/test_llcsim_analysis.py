@@ -189,8 +189,8 @@ def test_figure6_batches_over_repetitions(tmp_path):
 def domain_logs(tmp, other_domain_mr):
     """run.sh domains' tags with known LLC miss rates (misses per 1000 LLC
     accesses); other_domain_mr is the victim's beside the far stream."""
-    mr = {500: 0.01, 501: 0.60, 502: 0.99, 503: other_domain_mr, 504: 0.99, 510: 0.02, 511: 0.97,
-          512: 0.01, 513: 0.02, 514: 0.99, 515: 0.55, 516: 0.99}
+    mr = {500: 0.01, 501: 0.60, 502: 0.99, 503: other_domain_mr, 504: 0.99, 511: 0.97,
+          512: 0.01, 513: 0.03, 514: 0.99, 515: 0.55, 516: 0.99, 517: 0.02}
     cpu = {502: 1, 504: 2, 514: 1, 516: 1}
     ser, sim = ["=== PCTEST cmdline: page_colors=32", "=== PCTEST cpus: 4"], [
         "config colors=32 line=64 llc_domains=2 vcpus=4"]
@@ -216,6 +216,13 @@ def test_domains_known_answers_pass(tmp_path):
     assert "ok - stream in the other domain: victim LLC miss rate 0.020" in p.stdout
     assert "in each of 2 domains" in page
     assert (tmp_path / "llcsim-domains.png").stat().st_size > 0
+
+
+def test_domains_cat_victim_compared_with_itself_under_the_mask(tmp_path):
+    p, page = domain_logs(tmp_path, 0.02)
+    assert "ok - ways 0-7 beside a stream in ways 8-15: victim misses 0.030, within 5 points of alone in " \
+        "ways 0-7 (0.020)" in p.stdout
+    assert "| ways 0-7 alone (vCPU 0) |" in page
 
 
 def test_domains_a_far_stream_that_hurts_fails(tmp_path):

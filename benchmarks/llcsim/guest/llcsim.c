@@ -92,13 +92,20 @@ static void die(const char *m)
 
 static int huge_pages;	/* `time`: ask for transparent huge pages */
 
+#define HUGE_PAGE (2UL << 20)
+
+/* With huge_pages, the mapping starts on a 2 MiB boundary so that THP can
+ * back all of it. */
 static void *alloc(size_t bytes)
 {
-	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	size_t len = huge_pages ? bytes + HUGE_PAGE : bytes;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		die("mmap");
-	if (huge_pages)
+	if (huge_pages) {
+		p = (char *)(((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
 		madvise(p, bytes, MADV_HUGEPAGE);
+	}
 	return p;
 }
 
@@ -354,12 +361,19 @@ static void pin(int cpu)
 	sched_yield();
 }
 
-/* Run on the worker's vCPU (or the role's), with its LLC way mask. */
+/*
+ * Run on the worker's vCPU (or the role's), with its LLC way mask.  A mask
+ * limits where misses fill, not where lookups hit (as CAT does), so lines
+ * an earlier run left in other ways would still hit: with a mask, start
+ * from empty caches so the mask alone decides what the worker keeps.
+ */
 static void place(const struct work *w, int role_cpu)
 {
 	pin(w->cpu >= 0 ? w->cpu : role_cpu);
-	if (w->ways)
+	if (w->ways) {
+		llcsim_op(LLCSIM_FLUSH, 0);
 		llcsim_op(LLCSIM_WAYS, (uint32_t)w->ways);
+	}
 }
 
 /* The vCPU's way mask back to all ways. */

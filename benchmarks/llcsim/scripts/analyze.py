@@ -310,7 +310,7 @@ def domains(args, d):
         checks.append((bool(ok), what))
 
     check(args.boot_rc == 0, f'guest run passed boot-test (exit {args.boot_rc})')
-    m = {t: metrics(d, t) for t in (500, 501, 502, 503, 504, 510, 511, 512, 513, 514, 515, 516)}
+    m = {t: metrics(d, t) for t in (500, 501, 502, 503, 504, 511, 512, 513, 514, 515, 516, 517)}
     missing = [t for t, x in m.items() if not x]
     check(not missing, f'every region measured (missing tags: {missing or "none"})')
     if missing:
@@ -326,31 +326,40 @@ def domains(args, d):
           f'stream in the other domain: victim LLC miss rate {other:.3f} within 5 points of alone ({alone:.3f})')
     check(same >= alone + 0.20,
           f'stream in the same domain: victim LLC miss rate {same:.3f} at least 20 points above alone ({alone:.3f})')
-    fit, over, over_all = m[510]['llc_mr'], m[511]['llc_mr'], m[512]['llc_mr']
-    check(fit <= 0.10, f'4 of 16 ways: a chase of 0.75x their capacity misses {fit:.3f} (<= 0.10)')
-    check(over >= 0.90, f'4 of 16 ways: a chase of 1.5x their capacity misses {over:.3f} (>= 0.90)')
+    fit, over, over_all = m[517]['llc_mr'], m[511]['llc_mr'], m[512]['llc_mr']
+    # Not 0: 4 KiB pages land in sets by chance (a set of a colour holding
+    # more than 8 of the chase's pages thrashes), and the worker's stack and
+    # code fill the same 8 ways.
+    check(fit <= 0.15, f'8 of 16 ways: a chase of 0.5x their capacity misses {fit:.3f} (<= 0.15)')
+    check(over >= 0.90, f'8 of 16 ways: a chase of 1.5x their capacity misses {over:.3f} (>= 0.90)')
     check(over_all <= 0.10, f'the same 1.5x chase with all 16 ways misses {over_all:.3f} (<= 0.10)')
-    cat_iso, cat_shared = m[513]['llc_mr'], m[515]['llc_mr']
-    check(cat_iso <= alone + 0.05,
-          f'ways 0-7 beside a stream in ways 8-15: victim misses {cat_iso:.3f}, within 5 points of alone')
-    check(cat_shared >= alone + 0.20,
-          f'ways 0-7 beside a stream in ways 0-7: victim misses {cat_shared:.3f}, at least 20 points above alone')
+    # The CAT victim is compared with itself alone under the same mask: a
+    # class of service isolates, it does not give back the other ways.
+    cat_iso, cat_shared, cat_alone = m[513]['llc_mr'], m[515]['llc_mr'], m[517]['llc_mr']
+    check(cat_iso <= cat_alone + 0.05,
+          f'ways 0-7 beside a stream in ways 8-15: victim misses {cat_iso:.3f}, within 5 points of '
+          f'alone in ways 0-7 ({cat_alone:.3f})')
+    check(cat_shared >= cat_alone + 0.20,
+          f'ways 0-7 beside a stream in ways 0-7: victim misses {cat_shared:.3f}, at least 20 points above '
+          f'alone in ways 0-7 ({cat_alone:.3f})')
 
     rows = [('alone (vCPU 0)', m[500], None),
             ('stream on vCPU 1 (same domain)', m[501], m[502]),
             ('stream on vCPU 2 (other domain)', m[503], m[504]),
+            ('ways 0-7 alone (vCPU 0)', m[517], None),
             ('victim ways 0-7, stream ways 8-15 (vCPU 1)', m[513], m[514]),
             ('victim ways 0-7, stream ways 0-7 (vCPU 1)', m[515], m[516])]
     plt = plt_mod()
     base = os.path.splitext(args.out)[0]
     fig, ax = plt.subplots(1, 2, figsize=(11, 4))
-    names = ['alone', 'same\ndomain', 'other\ndomain', 'CAT\ndisjoint', 'CAT\nshared']
+    names = ['alone', 'same\ndomain', 'other\ndomain', 'ways 0-7\nalone', 'CAT\ndisjoint', 'CAT\nshared']
     miss_rate_bars(ax[0], names, [v['llc_mr'] for _, v, _ in rows],
-                   ['gray', 'tab:red', 'tab:green', 'tab:green', 'tab:red'], 'victim LLC miss rate',
-                   f'{args.llc_kib * 3 // 8} KiB chase (vCPU 0) vs a 32 MiB stream')
-    miss_rate_bars(ax[1], ['0.75x of 4 ways', '1.5x of 4 ways', '1.5x of 4 ways,\nall 16 ways'],
+                   ['gray', 'tab:red', 'tab:green', 'gray', 'tab:green', 'tab:red'], 'victim LLC miss rate',
+                   f'victim chase (vCPU 0) vs a 32 MiB stream: {args.llc_kib * 3 // 4} KiB, '
+                   f'{args.llc_kib // 4} KiB in ways 0-7')
+    miss_rate_bars(ax[1], ['0.5x of 8 ways', '1.5x of 8 ways', '1.5x of 8 ways,\nall 16 ways'],
                    [fit, over, over_all], ['tab:green', 'tab:red', 'gray'], 'LLC miss rate',
-                   'pointer chase with a way mask of 4 of 16 ways')
+                   'pointer chase with a way mask of 8 of 16 ways')
     fig.tight_layout()
     fig.savefig(base + '.png', dpi=110)
 
@@ -370,7 +379,7 @@ def domains(args, d):
         L.append(f'| {name} | {v["l2m"]} | {v["llc_mr"]:.3f} | {v["cycles"]:.3g} | '
                  f'{a["acc"] if a else "-"} | {("%.3f" % a["llc_mr"]) if a else "-"} |')
     L += ['', '| way-mask chase | spec | LLC accesses | LLC miss rate |', '| --- | --- | --- | --- |']
-    for t, name in ((510, '0.75x of 4 ways'), (511, '1.5x of 4 ways'), (512, 'the same, all ways')):
+    for t, name in ((517, '0.5x of 8 ways'), (511, '1.5x of 8 ways'), (512, 'the same, all ways')):
         L.append(f'| {name} | `{m[t]["spec"]}` | {m[t]["l2m"]} | {m[t]["llc_mr"]:.3f} |')
     write_page(args.out, '\n'.join(L) + '\n')
     for ok, what in checks:
