@@ -127,6 +127,8 @@ def parse_args():
     ap.add_argument("--mem", default="?")
     ap.add_argument("--cmd", default="scripts/testbox/testbox.sh")
     ap.add_argument("--guard", type=Path, help="the quiet-machine guard's lines for the guest run")
+    ap.add_argument("--record", type=Path,
+                    help="also write the report to this results page, keeping its index and analysis blocks")
     return ap.parse_args()
 
 
@@ -310,6 +312,9 @@ def write_report(a, t, notes, nr, pool_text, hash_colors, pool_hist, hh, peak_na
               "colours of whichever backend touches them first."]
     a.report.parent.mkdir(parents=True, exist_ok=True)
     a.report.write_text("\n".join(lines) + "\n")
+    if a.record:
+        from mccdb_bench.harness.report import write_page
+        write_page(a.record, "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -58,10 +58,9 @@ noguard=()
 tr -d '\r' <"$serial" | sed -n '/^=== TESTBOX ARCHIVE BEGIN/,/^=== TESTBOX ARCHIVE END/p' |
 	sed '1d;$d' | base64 -d | tar -xz -C "$box" || { echo "testbox: no archive in $serial" >&2; exit 1; }
 crc=0
+record_to=()
+[ "$record" = 1 ] && record_to=(--record "$MCCDB_ROOT/docs/results/testbox-fullstack.md")
 "$PY" "$here/check_fullstack.py" "$box/out" --report "$box/report.md" --boot-rc "$rc" \
-	--scale "$SCALE" --plq-hash "$PLQ_HASH" --plq-index "$PLQ_INDEX" --mem "$MEM" --guard "$box/guard.md" --cmd "scripts/testbox/testbox.sh${1:+ $1}" || crc=$?
-if [ "$record" = 1 ]; then
-	mkdir -p "$MCCDB_ROOT/docs/results"
-	cp "$box/report.md" "$MCCDB_ROOT/docs/results/testbox-fullstack.md"
-fi
+	--scale "$SCALE" --plq-hash "$PLQ_HASH" --plq-index "$PLQ_INDEX" --mem "$MEM" --guard "$box/guard.md" \
+	--cmd "scripts/testbox/testbox.sh${1:+ $1}" "${record_to[@]}" || crc=$?
 [ "$rc" = 0 ] && [ "$crc" = 0 ]
