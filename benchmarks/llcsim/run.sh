@@ -162,10 +162,18 @@ do_domains() {
 	list+=" llcsim:pair:$cat:stream/32768/0/w=0xff00:513:514"		# CAT: disjoint ways
 	list+=" llcsim:pair:$cat:stream/32768/0/w=0x00ff:515:516"		# CAT: the same ways
 	list+=" llcsim:run:$cat:517"					# 0.5x of 8 ways, alone
-	read -r serial simout rc secs < <(SMP=4 LLC_DOMAINS=2 boot domains "$list" "${BOOT_TIMEOUT:-3000}")
+	# The same two through resctrl: the guest agent's tree, groups made
+	# as mccdb's resctrl back end makes them (last: the agent stays).
+	cat=${cat%/w=*}
+	list+=" llcsim:resctrl:/tmp/resctrl:16"
+	list+=" llcsim:pair:$cat/rg=victim@0x00ff:stream/32768/0/rg=noisy@0xff00:520:521"
+	list+=" llcsim:pair:$cat/rg=victim@0x00ff:stream/32768/0/rg=victim@0x00ff:522:523"
+	# two sockets of two: the guest's sysfs shows the LLC domains the plugin has
+	local smp=4,sockets=2,cores=2,threads=1
+	read -r serial simout rc secs < <(SMP=$smp LLC_DOMAINS=2 boot domains "$list" "${BOOT_TIMEOUT:-3000}")
 	mkdir -p "$results"
 	"$py" "$here/scripts/analyze.py" domains --serial "$serial" --sim "$simout" \
-		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --smp 4 --llc-domains 2 \
+		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --smp "$smp" --llc-domains 2 \
 		--out "$results/llcsim-domains.md" --cmd "benchmarks/llcsim/run.sh domains${2:+ $2}"
 }
 

@@ -190,9 +190,10 @@ def domain_logs(tmp, other_domain_mr):
     """run.sh domains' tags with known LLC miss rates (misses per 1000 LLC
     accesses); other_domain_mr is the victim's beside the far stream."""
     mr = {500: 0.01, 501: 0.60, 502: 0.99, 503: other_domain_mr, 504: 0.99, 511: 0.97,
-          512: 0.01, 513: 0.03, 514: 0.99, 515: 0.55, 516: 0.99, 517: 0.02}
-    cpu = {502: 1, 504: 2, 514: 1, 516: 1}
-    ser, sim = ["=== PCTEST cmdline: page_colors=32", "=== PCTEST cpus: 4"], [
+          512: 0.01, 513: 0.03, 514: 0.99, 515: 0.55, 516: 0.99, 517: 0.02, 520: 0.02, 521: 0.99, 522: 0.50, 523: 0.99}
+    cpu = {502: 1, 504: 2, 514: 1, 516: 1, 521: 1, 523: 1}
+    ser, sim = ["=== PCTEST cmdline: page_colors=32", "=== PCTEST cpus: 4",
+                "=== PCTEST cache: index3 L3 Unified 16384K 16-way line 64 shared_cpus 0-1"], [
         "config colors=32 line=64 llc_domains=2 vcpus=4"]
     for tag, rate in mr.items():
         ser.append(f"LLCSIM-RUN tag={tag} role=x spec=chase/768/40 units=100 cpu={cpu.get(tag, 0)} sink=1")

@@ -18,7 +18,7 @@
  *                                 on, for a region another process (e.g. a
  *                                 PostgreSQL backend pinned there) executes
  *
- * SPEC = kind/a/b[/c=LIST][/pc=LIST][/pk=KIB][/w=MASK][/cpu=N]   ('/' separated; LIST like 0-15)
+ * SPEC = kind/a/b[/c=LIST][/pc=LIST][/pk=KIB][/w=MASK][/rg=NAME@MASK][/cpu=N]   ('/' separated; LIST like 0-15)
  *   chase/KIB/PASSES     random cyclic pointer chase, one node per 64 B line
  *   stream/KIB/LINES     sequential read, one 8-byte word per 64 B line
  *   rand/KIB/LOADS       independent random loads, one 8-byte word of a
@@ -33,6 +33,10 @@
  *   c=LIST   task default colour policy BIND LIST before allocating (all data)
  *   pc=LIST  colour_mbind BIND LIST on the hash probe-key array only
  *   w=MASK   the worker's vCPU fills only these LLC ways while it runs
+ *   rg=NAME@MASK  the same through resctrl: the worker makes group NAME in
+ *            the agent's tree (`llcsim resctrl`), writes MASK for every L3
+ *            domain to its schemata and its pid to its tasks, and waits
+ *            until the agent has set the mask on its vCPU
  *            (the simulator's CAT; 0x00ff = ways 0-7)
  *   cpu=N    run on vCPU N (default: 0 alone and victim, 1 aggressor)
  * Output lines: "LLCSIM-RUN tag=.. role=.. spec=.. units=.. cpu=.." and
@@ -47,11 +51,13 @@
 #include <string.h>
 #include <time.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "pagecolor.h"
 #include "llcsim_guest.h"
+#include "resctrl_agent.h"
 
 enum kind { K_CHASE, K_STREAM, K_HASH, K_RAND };
 
@@ -65,6 +71,8 @@ struct work {
 	long pk_kib;
 	int mode;	/* COLOR_MODE_BIND, or COLOR_MODE_PREFERRED with /pref */
 	unsigned long ways;	/* w=: LLC way mask, 0 = all */
+	char rgroup[32];	/* rg=: resctrl group (through the agent), "" = none */
+	unsigned long rmask;	/* rg=: the group's L3 mask */
 	int cpu;	/* cpu=: vCPU, -1 = the role's default */
 	const char *spec;
 	/* data */
@@ -158,6 +166,9 @@ static void parse_spec(struct work *w, const char *spec)
 			w->pk_kib = atol(tok + 3);
 		} else if (!strncmp(tok, "w=", 2)) {
 			w->ways = strtoul(tok + 2, NULL, 0);
+		} else if (!strncmp(tok, "rg=", 3) && strchr(tok, '@')) {
+			snprintf(w->rgroup, sizeof(w->rgroup), "%.*s", (int)(strchr(tok, '@') - tok - 3), tok + 3);
+			w->rmask = strtoul(strchr(tok, '@') + 1, NULL, 0);
 		} else if (!strncmp(tok, "cpu=", 4)) {
 			w->cpu = atoi(tok + 4);
 		} else if (i == 1) {
@@ -361,6 +372,76 @@ static void pin(int cpu)
 	sched_yield();
 }
 
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f || fputs(text, f) < 0 || fclose(f))
+		die(path);
+}
+
+/* Join resctrl group w->rgroup as a program written for resctrl would, and
+ * wait until the agent has given this vCPU the group's mask. */
+static void join_group(const struct work *w)
+{
+	char path[256], text[256], line[64], *p;
+	int used, cpu = sched_getcpu(), tries;
+	struct timespec t0, t1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/schemata", RESCTRL_AGENT_ROOT);
+	f = fopen(path, "r");
+	if (!f || !fgets(text, sizeof(text), f))
+		die("the agent's root schemata (llcsim resctrl first)");
+	fclose(f);
+	/* the root's "L3:0=ffff;1=ffff" with the group's mask for each id */
+	used = snprintf(line, sizeof(line), "L3:");
+	for (p = strchr(text, ':'); p && used < (int)sizeof(line) - 24; p = strchr(p, ';'))
+		used += snprintf(line + used, sizeof(line) - (size_t)used, "%s%ld=%lx",
+				 used > 3 ? ";" : "", strtol(++p, NULL, 10), w->rmask);
+	strcat(line, "\n");
+	snprintf(path, sizeof(path), "%s/%s", RESCTRL_AGENT_ROOT, w->rgroup);
+	if (mkdir(path, 0755) && errno != EEXIST)
+		die(path);
+	snprintf(path, sizeof(path), "%s/%s/schemata", RESCTRL_AGENT_ROOT, w->rgroup);
+	write_text(path, line);
+	snprintf(path, sizeof(path), "%s/%s/tasks", RESCTRL_AGENT_ROOT, w->rgroup);
+	snprintf(text, sizeof(text), "%d\n", (int)getpid());
+	write_text(path, text);
+	snprintf(path, sizeof(path), "%s/info/llcsim_applied", RESCTRL_AGENT_ROOT);
+	for (tries = 0;;) {	/* running (state R) until the agent saw us */
+		int c;
+		unsigned long m;
+
+		f = fopen(path, "r");
+		while (f && fgets(text, sizeof(text), f))
+			if (sscanf(text, "%d %lx", &c, &m) == 2 && c == cpu && m == w->rmask) {
+				fclose(f);
+				return;
+			}
+		if (f)
+			fclose(f);
+		if (tries++ == 0)
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (t1.tv_sec - t0.tv_sec > 30) {
+			fprintf(stderr, "llcsim: the resctrl agent did not set %lx on vCPU %d in 30 s\n",
+				w->rmask, cpu);
+			exit(1);
+		}
+	}
+}
+
+/* Back to the root group. */
+static void leave_group(void)
+{
+	char path[256], text[32];
+
+	snprintf(path, sizeof(path), "%s/tasks", RESCTRL_AGENT_ROOT);
+	snprintf(text, sizeof(text), "%d\n", (int)getpid());
+	write_text(path, text);
+}
+
 /*
  * Run on the worker's vCPU (or the role's), with its LLC way mask.  A mask
  * limits where misses fill, not where lookups hit (as CAT does), so lines
@@ -374,6 +455,10 @@ static void place(const struct work *w, int role_cpu)
 		llcsim_op(LLCSIM_FLUSH, 0);
 		llcsim_op(LLCSIM_WAYS, (uint32_t)w->ways);
 	}
+	if (w->rgroup[0]) {
+		join_group(w);
+		llcsim_op(LLCSIM_FLUSH, 0);
+	}
 }
 
 /* The vCPU's way mask back to all ways. */
@@ -381,6 +466,8 @@ static void unplace(const struct work *w)
 {
 	if (w->ways)
 		llcsim_op(LLCSIM_WAYS, 0);
+	if (w->rgroup[0])
+		leave_group();
 }
 
 static void run_fixed(struct work *w, int tag, const char *role)
@@ -565,6 +652,8 @@ int main(int argc, char **argv)
 		unplace(&w);
 		return 0;
 	}
+	if (argc >= 4 && !strcmp(argv[1], "resctrl"))
+		return resctrl_agent_start(argv[2], atoi(argv[3]));
 	if (argc >= 3 && !strcmp(argv[1], "time"))
 		return cmd_time(argv[2]);
 	if (argc >= 6 && !strcmp(argv[1], "pair"))
@@ -586,6 +675,7 @@ int main(int argc, char **argv)
 		}
 	}
 	fprintf(stderr, "usage: llcsim phys N | sweep LLC_KIB TAG0 | run SPEC TAG | "
-		"pair VSPEC ASPEC TAGV TAGA | time SPEC | op begin|end|resume|flush [TAG] | op ways MASK\n");
+		"pair VSPEC ASPEC TAGV TAGA | time SPEC | op begin|end|resume|flush [TAG] | op ways MASK | "
+		"resctrl DIR WAYS\n");
 	return 2;
 }

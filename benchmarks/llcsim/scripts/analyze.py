@@ -310,7 +310,11 @@ def domains(args, d):
         checks.append((bool(ok), what))
 
     check(args.boot_rc == 0, f'guest run passed boot-test (exit {args.boot_rc})')
-    m = {t: metrics(d, t) for t in (500, 501, 502, 503, 504, 511, 512, 513, 514, 515, 516, 517)}
+    l3 = re.search(r'PCTEST cache: index3 .*shared_cpus (\S+)', open(args.serial, errors='replace').read())
+    check(l3 and l3.group(1) == '0-1',
+          f'the guest\'s sysfs puts vCPU 0 in an L3 shared with {l3.group(1) if l3 else "?"} (0-1: the plugin\'s '
+          f'domain 0; what mccdb\'s topology reads)')
+    m = {t: metrics(d, t) for t in (500, 501, 502, 503, 504, 511, 512, 513, 514, 515, 516, 517, 520, 521, 522, 523)}
     missing = [t for t, x in m.items() if not x]
     check(not missing, f'every region measured (missing tags: {missing or "none"})')
     if missing:
@@ -342,19 +346,31 @@ def domains(args, d):
     check(cat_shared >= cat_alone + 0.20,
           f'ways 0-7 beside a stream in ways 0-7: victim misses {cat_shared:.3f}, at least 20 points above '
           f'alone in ways 0-7 ({cat_alone:.3f})')
+    # The same masks set through the guest's resctrl tree and its agent.
+    rc_iso, rc_shared = m[520]['llc_mr'], m[522]['llc_mr']
+    check(rc_iso <= cat_alone + 0.05,
+          f'resctrl groups, victim 0x00ff and stream 0xff00: victim misses {rc_iso:.3f}, within 5 points of '
+          f'alone in ways 0-7 ({cat_alone:.3f})')
+    check(rc_shared >= cat_alone + 0.20,
+          f'resctrl group 0x00ff holding both: victim misses {rc_shared:.3f}, at least 20 points above alone in '
+          f'ways 0-7 ({cat_alone:.3f})')
 
     rows = [('alone (vCPU 0)', m[500], None),
             ('stream on vCPU 1 (same domain)', m[501], m[502]),
             ('stream on vCPU 2 (other domain)', m[503], m[504]),
             ('ways 0-7 alone (vCPU 0)', m[517], None),
             ('victim ways 0-7, stream ways 8-15 (vCPU 1)', m[513], m[514]),
-            ('victim ways 0-7, stream ways 0-7 (vCPU 1)', m[515], m[516])]
+            ('victim ways 0-7, stream ways 0-7 (vCPU 1)', m[515], m[516]),
+            ('resctrl: victim group 0x00ff, stream group 0xff00', m[520], m[521]),
+            ('resctrl: victim and stream in group 0x00ff', m[522], m[523])]
     plt = plt_mod()
     base = os.path.splitext(args.out)[0]
-    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
-    names = ['alone', 'same\ndomain', 'other\ndomain', 'ways 0-7\nalone', 'CAT\ndisjoint', 'CAT\nshared']
+    fig, ax = plt.subplots(1, 2, figsize=(13, 4))
+    names = ['alone', 'same\ndomain', 'other\ndomain', 'ways 0-7\nalone', 'CAT\ndisjoint', 'CAT\nshared',
+             'resctrl\ndisjoint', 'resctrl\nshared']
     miss_rate_bars(ax[0], names, [v['llc_mr'] for _, v, _ in rows],
-                   ['gray', 'tab:red', 'tab:green', 'gray', 'tab:green', 'tab:red'], 'victim LLC miss rate',
+                   ['gray', 'tab:red', 'tab:green', 'gray', 'tab:green', 'tab:red', 'tab:green', 'tab:red'],
+                   'victim LLC miss rate',
                    f'victim chase (vCPU 0) vs a 32 MiB stream: {args.llc_kib * 3 // 4} KiB, '
                    f'{args.llc_kib // 4} KiB in ways 0-7')
     miss_rate_bars(ax[1], ['0.5x of 8 ways', '1.5x of 8 ways', '1.5x of 8 ways,\nall 16 ways'],

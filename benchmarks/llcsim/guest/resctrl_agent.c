@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * A resctrl for the simulator: a directory laid out like /sys/fs/resctrl
+ * (Documentation/arch/x86/resctrl.rst) whose groups' schemata reach the
+ * llcsim plugin's per-vCPU way masks, so that a program written for
+ * resctrl (mccdb's resctrl back end) runs unchanged in the guest.
+ *
+ * The tree: info/L3/cbm_mask, info/L3/min_cbm_bits, info/L3/num_closids,
+ * schemata ("L3:0=ffff;1=ffff", one entry per LLC domain) and tasks at the
+ * root; a group is a directory made with mkdir, with its own schemata and
+ * tasks files.  On a tmpfs a write to tasks replaces the file (the kernel's
+ * resctrl moves the task and keeps a list), so the agent keeps the list:
+ * a pid written to a tasks file moves to that group; where two files name
+ * a pid, the one written last wins.
+ *
+ * CAT switches a CPU's class of service when the kernel switches tasks;
+ * the agent approximates that per vCPU: every POLL_US it gives each vCPU
+ * the union of the masks (for the vCPU's LLC domain) of the groups whose
+ * tasks are running there (state R, last CPU that vCPU), and leaves a vCPU
+ * with none of them as it is.  It pins itself to a vCPU to set its mask
+ * (the plugin's WAYS command acts on the vCPU that executes it) and
+ * records what it applied in info/llcsim_applied ("CPU MASK" lines), which
+ * the workers of run.sh domains wait for.
+ *
+ * Exact for tasks pinned one per vCPU, as the experiments run them; a vCPU
+ * shared by tasks of different groups gets the union of their masks.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "llcsim_guest.h"
+#include "resctrl_agent.h"
+
+#define POLL_US		1000
+#define MAX_CPUS	64
+#define MAX_DOMAINS	16
+#define MAX_GROUPS	16
+#define MAX_TASKS	256
+
+struct group {
+	char name[256];			/* "" = the root group */
+	uint64_t mask[MAX_DOMAINS];	/* per LLC domain id, from schemata */
+	struct timespec tasks_mtime;
+};
+
+struct task {
+	int pid;
+	int group;
+	struct timespec when;		/* mtime of the tasks file that moved it */
+};
+
+static const char *root;
+static uint64_t full_mask;
+static int ncpus, domain_of[MAX_CPUS];
+static struct group groups[MAX_GROUPS];
+static int ngroups;
+static struct task tasks[MAX_TASKS];
+static int ntasks;
+static uint64_t applied[MAX_CPUS];
+
+static int write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fputs(text, f);
+	return fclose(f);
+}
+
+static int read_text(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return -1;
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return 0;
+}
+
+static int ts_after(struct timespec a, struct timespec b)
+{
+	return a.tv_sec != b.tv_sec ? a.tv_sec > b.tv_sec : a.tv_nsec > b.tv_nsec;
+}
+
+/* The LLC domain of each CPU: its index3 cache id, as resctrl's domains. */
+static void read_topology(void)
+{
+	char path[128], buf[32];
+	int c;
+
+	ncpus = (int)sysconf(_SC_NPROCESSORS_CONF);
+	if (ncpus > MAX_CPUS)
+		ncpus = MAX_CPUS;
+	for (c = 0; c < ncpus; c++) {
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cache/index3/id", c);
+		domain_of[c] = read_text(path, buf, sizeof(buf)) ? 0 : atoi(buf);
+		if (domain_of[c] < 0 || domain_of[c] >= MAX_DOMAINS)
+			domain_of[c] = 0;
+	}
+}
+
+static int make_tree(int ways)
+{
+	char path[4096], text[512];
+	int used, d, c, seen[MAX_DOMAINS] = { 0 };
+
+	full_mask = ways >= 64 ? ~0ULL : (1ULL << ways) - 1;
+	snprintf(path, sizeof(path), "%s/info/L3", root);
+	if (mkdir(root, 0755) && errno != EEXIST)
+		return -1;
+	snprintf(text, sizeof(text), "%s/info", root);
+	if ((mkdir(text, 0755) && errno != EEXIST) || (mkdir(path, 0755) && errno != EEXIST))
+		return -1;
+	snprintf(path, sizeof(path), "%s/info/L3/cbm_mask", root);
+	snprintf(text, sizeof(text), "%llx\n", (unsigned long long)full_mask);
+	if (write_text(path, text))
+		return -1;
+	snprintf(path, sizeof(path), "%s/info/L3/min_cbm_bits", root);
+	if (write_text(path, "1\n"))
+		return -1;
+	snprintf(path, sizeof(path), "%s/info/L3/num_closids", root);
+	if (write_text(path, "16\n"))
+		return -1;
+	used = snprintf(text, sizeof(text), "L3:");
+	for (c = 0; c < ncpus; c++) {
+		d = domain_of[c];
+		if (seen[d]++)
+			continue;
+		used += snprintf(text + used, sizeof(text) - (size_t)used, "%s%d=%llx",
+				 used > 3 ? ";" : "", d, (unsigned long long)full_mask);
+	}
+	snprintf(text + used, sizeof(text) - (size_t)used, "\n");
+	snprintf(path, sizeof(path), "%s/schemata", root);
+	if (write_text(path, text))
+		return -1;
+	snprintf(path, sizeof(path), "%s/tasks", root);
+	return write_text(path, "");
+}
+
+/* "L3:0=ff;1=f0" -> mask per domain id; domains not named keep all ways. */
+static void parse_schemata(const char *text, uint64_t *mask)
+{
+	const char *p = strstr(text, "L3:");
+	int d;
+
+	for (d = 0; d < MAX_DOMAINS; d++)
+		mask[d] = full_mask;
+	for (p = p ? p + 3 : NULL; p && *p && *p != '\n';) {
+		char *end, *mend;
+		long id = strtol(p, &end, 10);
+		uint64_t m;
+
+		if (end == p || *end != '=')
+			return;
+		m = strtoull(end + 1, &mend, 16);
+		if (mend == end + 1)
+			return;
+		if (id >= 0 && id < MAX_DOMAINS && (m & full_mask))
+			mask[id] = m & full_mask;
+		p = *mend == ';' ? mend + 1 : NULL;
+	}
+}
+
+static struct task *task_of(int pid)
+{
+	int i;
+
+	for (i = 0; i < ntasks; i++)
+		if (tasks[i].pid == pid)
+			return &tasks[i];
+	if (ntasks == MAX_TASKS)
+		return NULL;
+	memset(&tasks[ntasks], 0, sizeof(tasks[0]));
+	tasks[ntasks].pid = pid;
+	return &tasks[ntasks++];
+}
+
+/* Read group g's schemata, and its tasks file when it changed. */
+static void scan_group(int g)
+{
+	char path[4096], buf[8192], *p, *end;
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s%s%s/schemata", root, groups[g].name[0] ? "/" : "",
+		 groups[g].name);
+	if (!read_text(path, buf, sizeof(buf)))
+		parse_schemata(buf, groups[g].mask);
+	snprintf(path, sizeof(path), "%s%s%s/tasks", root, groups[g].name[0] ? "/" : "",
+		 groups[g].name);
+	if (stat(path, &st) || !ts_after(st.st_mtim, groups[g].tasks_mtime))
+		return;
+	groups[g].tasks_mtime = st.st_mtim;
+	if (read_text(path, buf, sizeof(buf)))
+		return;
+	for (p = buf; *p; p = end) {
+		long pid = strtol(p, &end, 10);
+		struct task *t;
+
+		if (end == p) {
+			end = p + 1;
+			continue;
+		}
+		t = pid > 0 ? task_of((int)pid) : NULL;
+		if (t && !ts_after(t->when, st.st_mtim)) {	/* this write is the latest */
+			t->group = g;
+			t->when = st.st_mtim;
+		}
+	}
+}
+
+/* The groups: the root and each directory but info (mkdir makes one). */
+static void scan_groups(void)
+{
+	DIR *dir = opendir(root);
+	struct dirent *e;
+	int g;
+
+	if (!dir)
+		return;
+	while ((e = readdir(dir))) {
+		if (e->d_name[0] == '.' || !strcmp(e->d_name, "info") || e->d_type != DT_DIR)
+			continue;
+		for (g = 1; g < ngroups; g++)
+			if (!strcmp(groups[g].name, e->d_name))
+				break;
+		if (g == ngroups && ngroups < MAX_GROUPS)
+			snprintf(groups[ngroups++].name, sizeof(groups[0].name), "%s", e->d_name);
+	}
+	closedir(dir);
+	for (g = 0; g < ngroups; g++)
+		scan_group(g);
+}
+
+/* The task's state and last CPU (fields 3 and 39 of /proc/PID/stat). */
+static int task_cpu(int pid, char *state)
+{
+	char path[64], buf[1024], *p;
+	int field, cpu = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (read_text(path, buf, sizeof(buf)))
+		return -1;
+	p = strrchr(buf, ')');
+	if (!p)
+		return -1;
+	*state = p[2];
+	for (field = 2, p++; *p && field < 39; p++)
+		if (*p == ' ')
+			field++;
+	if (field == 39)
+		cpu = atoi(p);
+	return cpu;
+}
+
+static void set_ways(int cpu, uint64_t mask)
+{
+	cpu_set_t s;
+	char path[4096], text[64 * 24];
+	int c, used = 0, ok;
+
+	CPU_ZERO(&s);
+	CPU_SET(cpu, &s);
+	ok = !sched_setaffinity(0, sizeof(s), &s) && sched_getcpu() == cpu;
+	if (ok) {
+		llcsim_op(LLCSIM_WAYS, mask == full_mask ? 0 : (uint32_t)mask);
+		applied[cpu] = mask;
+	}
+	/* back to every CPU: the agent polls wherever there is room */
+	CPU_ZERO(&s);
+	for (c = 0; c < ncpus; c++)
+		CPU_SET(c, &s);
+	sched_setaffinity(0, sizeof(s), &s);
+	if (!ok)
+		return;
+	for (c = 0; c < ncpus; c++)
+		used += snprintf(text + used, sizeof(text) - (size_t)used, "%d %llx\n", c,
+				 (unsigned long long)applied[c]);
+	snprintf(path, sizeof(path), "%s/info/llcsim_applied", root);
+	write_text(path, text);
+}
+
+/*
+ * Each vCPU: the masks of the known tasks running there; a vCPU where no
+ * known task last ran (they exited) goes back to the root group's mask;
+ * one whose known tasks all sleep keeps its mask.
+ */
+static void apply(void)
+{
+	uint64_t want[MAX_CPUS] = { 0 };
+	int i, c, known[MAX_CPUS] = { 0 };
+
+	for (i = 0; i < ntasks; i++) {
+		char state = '?';
+
+		c = task_cpu(tasks[i].pid, &state);
+		if (c < 0 || state == 'Z' || state == 'X') {	/* gone: forget it */
+			tasks[i--] = tasks[--ntasks];
+			continue;
+		}
+		if (c >= ncpus)
+			continue;
+		known[c] = 1;
+		if (state == 'R')
+			want[c] |= groups[tasks[i].group].mask[domain_of[c]];
+	}
+	for (c = 0; c < ncpus; c++) {
+		if (!known[c])
+			want[c] = groups[0].mask[domain_of[c]];
+		if (want[c] && want[c] != applied[c])
+			set_ways(c, want[c]);
+	}
+}
+
+int resctrl_agent_start(const char *dir, int ways)
+{
+	pid_t pid;
+	int c;
+
+	root = dir;
+	read_topology();
+	if (make_tree(ways)) {
+		fprintf(stderr, "llcsim resctrl: cannot make %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	ngroups = 1;
+	for (c = 0; c < ncpus; c++)
+		applied[c] = full_mask;
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid > 0) {
+		printf("LLCSIM-RESCTRL root=%s ways=%d cpus=%d agent=%d\n", dir, ways, ncpus, (int)pid);
+		return 0;
+	}
+	setsid();
+	for (;;) {
+		struct timespec pause = { 0, POLL_US * 1000L };
+
+		scan_groups();
+		apply();
+		nanosleep(&pause, NULL);
+	}
+}
