@@ -56,6 +56,8 @@
 static const struct config_enum_entry partition_options[] = {
 	{"off", MCCDB_PARTITION_OFF, false},
 	{"auto", MCCDB_PARTITION_AUTO, false},
+	{"colors", MCCDB_PARTITION_COLORS, false},
+	{"resctrl", MCCDB_PARTITION_RESCTRL, false},
 	{NULL, 0, false}
 };
 
@@ -174,11 +176,14 @@ partition_startup(void)
 		snprintf(status, sizeof(status), "off (mccdb.partition = off)");
 		return;
 	}
-	if (pagecolor_supported())
+	if (partition_mode != MCCDB_PARTITION_RESCTRL && pagecolor_supported())
 	{
 		if (start_colors())
 			backend = PARTITION_COLORS;
 	}
+	else if (partition_mode == MCCDB_PARTITION_COLORS)
+		snprintf(status, sizeof(status),
+				 "unavailable: the kernel has no page colouring (no /sys/kernel/mm/page_coloring)");
 	else if (mccdb_resctrl_available(resctrl_path))
 	{
 		if (mccdb_resctrl_setup(resctrl_path, RESCTRL_GROUP,
@@ -192,6 +197,9 @@ partition_startup(void)
 		else
 			snprintf(status, sizeof(status), "unavailable: resctrl: %s", err);
 	}
+	else if (partition_mode == MCCDB_PARTITION_RESCTRL)
+		snprintf(status, sizeof(status),
+				 "unavailable: %s is not a resctrl mount with L3 allocation", resctrl_path);
 	else
 		snprintf(status, sizeof(status),
 				 "unavailable: the kernel has no page colouring (no /sys/kernel/mm/page_coloring) and %s is not a resctrl mount",
@@ -247,7 +255,8 @@ mccdb_partition_init(void)
 {
 	DefineCustomEnumVariable("mccdb.partition",
 							 "Partitions the last-level cache between weak and strong plans.",
-							 "auto: page colours where the kernel has them, else resctrl where mounted, else nothing.",
+							 "auto: page colours where the kernel has them, else resctrl where mounted, else nothing; "
+							 "colors or resctrl: that back end only.",
 							 &partition_mode,
 							 MCCDB_PARTITION_AUTO, partition_options,
 							 PGC_POSTMASTER, 0,

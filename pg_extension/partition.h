@@ -13,7 +13,9 @@
 typedef enum MccdbPartitionMode
 {
 	MCCDB_PARTITION_OFF,
-	MCCDB_PARTITION_AUTO		/* page colours if the kernel has them, else resctrl */
+	MCCDB_PARTITION_AUTO,		/* page colours if the kernel has them, else resctrl */
+	MCCDB_PARTITION_COLORS,		/* page colours only */
+	MCCDB_PARTITION_RESCTRL		/* resctrl only, even where page colours exist */
 } MccdbPartitionMode;
 
 /* The GUCs, and the start-up step that colours the buffer pool. */
