@@ -41,10 +41,11 @@ bench-native: deps
 	benchmarks/run_all.sh
 
 # The simulator's pages (simulated cycles, in a QEMU TCG guest): the
-# validation, the LLC domains and way masks, the overlap model against native timing, Table 2 in its three
-# variants and with the overlap model, Figures 2 and 6.
+# validation, the LLC domains and way masks, the overlap model against
+# native timing, Table 2 in its three variants and with the overlap model,
+# Figures 2 and 6, and placement vs colouring vs resctrl with PostgreSQL.
 bench-sim: deps
-	for c in validate domains mlp table2 pg-fig2 pg-fig6; do benchmarks/llcsim/run.sh $$c || exit 1; done
+	for c in validate domains mlp table2 pg-fig2 pg-fig6 pg-compare; do benchmarks/llcsim/run.sh $$c || exit 1; done
 	for v in disjoint default; do TABLE2_VARIANT=$$v benchmarks/llcsim/run.sh table2 || exit 1; done
 	ROB=320 benchmarks/llcsim/run.sh table2
 

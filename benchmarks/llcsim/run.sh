@@ -1,7 +1,7 @@
 #!/bin/bash
 # llcsim: shared-LLC simulator (QEMU TCG plugin) for the page colouring kernel.
 #
-# usage: benchmarks/llcsim/run.sh {build|unit|validate|domains|mlp|table2|pg-fig2|pg-fig6|all} [--quick]
+# usage: benchmarks/llcsim/run.sh {build|unit|validate|domains|mlp|table2|pg-fig2|pg-fig6|pg-compare|all} [--quick]
 #   build     plugin (fetches qemu-plugin.h of the installed QEMU from Debian's
 #             source package on first use), static guest program, host unit
 #             test, patched kernel (kernel-patch/scripts/kernel-tree.sh build guest)
@@ -29,6 +29,10 @@
 #   pg-fig6   Figure 6 with PostgreSQL in the guest (SSB SF 0.1): two hash-
 #             join and two index-join PLQs paired as default, SLS, MLS and
 #             MLS with partitioning pair them; docs/results/llcsim-fig6-plq.md
+#   pg-compare  4 vCPUs as 2 LLC domains: the Figure 6 mix and a hash join
+#             beside a scan, without mccdb, with page colours, with resctrl
+#             (the guest agent), as Linux or domain placement arranges them,
+#             and mccdb's gate placing them; docs/results/llcsim-compare.md
 #   all       build unit validate table2
 #
 # Environment: LLC_SIZE (2M) LLC_WAYS (16) L2_SIZE (256K) L2_WAYS (8)
@@ -279,6 +283,16 @@ do_pg_fig2() {	# PG_REPS repetitions, the queries in an order of their own in ea
 		--cmd "${PG_QUERIES:+PG_QUERIES=$PG_QUERIES }${PG_COLORS:+PG_COLORS=$PG_COLORS }${PG_REPS:+PG_REPS=$PG_REPS }benchmarks/llcsim/run.sh pg-fig2${2:+ $2}"
 }
 
+# Placement, page colouring and resctrl side by side (pg/compare): four
+# vCPUs as two LLC domains, the guest booted as two sockets to match.
+do_pg_compare() {
+	local reps=${PG_REPS:-3} smp=4,sockets=2,cores=2,threads=1
+	[ $QUICK = 1 ] && reps=1
+	SMP=$smp LLC_DOMAINS=2 pg_run pg-compare pgcompare llcsim-compare.md \
+		"compare:${PG_HASH:-25,20}:${PG_INDEX:-12,8}:$reps" --smp "$smp" --llc-domains 2 \
+		--cmd "${PG_HASH:+PG_HASH=$PG_HASH }${PG_INDEX:+PG_INDEX=$PG_INDEX }${PG_REPS:+PG_REPS=$PG_REPS }benchmarks/llcsim/run.sh pg-compare${2:+ $2}"
+}
+
 # Figure 6: two hash-join and two index-join PLQs as the policies pair them (pg/corun).
 do_pg_fig6() {
 	local reps=${PG_REPS:-3}
@@ -296,6 +310,7 @@ mlp) do_build; do_mlp "$@" ;;
 table2) do_build; do_table2 "$@" ;;
 pg-fig2) do_build; do_pg_fig2 "$@" ;;
 pg-fig6) do_build; do_pg_fig6 "$@" ;;
+pg-compare) do_build; do_pg_compare "$@" ;;
 all) do_build; do_unit; do_validate "$@"; do_table2 "$@" ;;
 *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

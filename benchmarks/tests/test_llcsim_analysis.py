@@ -230,3 +230,46 @@ def test_domains_a_far_stream_that_hurts_fails(tmp_path):
     p, _ = domain_logs(tmp_path, 0.40)
     assert p.returncode == 1
     assert "not ok - stream in the other domain: victim LLC miss rate 0.400" in p.stdout
+
+
+def test_compare_expected_default_placement_and_the_mechanisms(tmp_path):
+    # alone: 1 M each; hash joins in one domain 2.0x, apart 1.2x (index
+    # joins 1.5x / 1.1x); colours and resctrl halve the extra; the scan
+    # costs the hash join 1.6x in its domain, 1.0x in the other
+    ser, sim, tag = ["LLCSIM-PG partition colors: page colours: x", "LLCSIM-PG partition resctrl: resctrl: y",
+                     "LLCSIM-PG domains: 0 0-1 2;1 2-3 2;",
+                     "LLCSIM-GATE rep=1 101 0 strong 0-1 3"], [], 1
+    M = 10**6
+
+    def phase(rep, policy, placed):
+        nonlocal tag
+        cpus = " ".join(f"cpu{c}={placed[c][0] if c in placed else '-'}" for c in range(4))
+        ser.append(f"LLCSIM-PG rep={rep} policy={policy} phase=1 " +
+                   " ".join(f"tag{c}={tag + c}" for c in range(4)) + f" {cpus} queries=x")
+        sim.extend(pg_dump(tag + c, int(placed[c][1] * M) if c in placed else 1000, c) for c in range(4))
+        tag += 4
+    for rep in (1, 2, 3):
+        for q in ("hash-25", "hash-20", "index-12", "index-8", "scan"):
+            phase(rep, "alone", {0: (q, 1.0)})
+        for mech, k in (("stock", 1.0), ("colors", 0.5), ("resctrl", 0.5)):
+            phase(rep, f"{mech}-mix-together", {0: ("hash-25", 1 + k), 1: ("hash-20", 1 + k),
+                                                2: ("index-12", 1 + 0.5 * k), 3: ("index-8", 1 + 0.5 * k)})
+            phase(rep, f"{mech}-mix-apart", {0: ("hash-25", 1 + 0.2 * k), 1: ("index-12", 1 + 0.1 * k),
+                                             2: ("hash-20", 1 + 0.2 * k), 3: ("index-8", 1 + 0.1 * k)})
+            phase(rep, f"{mech}-scan-same", {0: ("hash-25", 1 + 0.6 * k), 1: ("scan", 1.1)})
+        phase(rep, "stock-scan-other", {0: ("hash-25", 1.0), 2: ("scan", 1.0)})
+        phase(rep, "gate", {c: ("-", 1.3) for c in range(4)})
+    p, page = analyze_pg(tmp_path, "pgcompare", ser, sim)
+    assert p.returncode == 0, p.stdout + p.stderr
+    row = "Linux default placement (expected: hash joins together in 1 of 3)"
+    # 1/3 x 2.0 + 2/3 x 1.2; 1/3 x 1.5 + 2/3 x 1.1; batch 1/3 x 2.0 + 2/3 x 1.2
+    assert cells(page, row)[1:] == ["1.467 (1.467-1.467)", "1.233 (1.233-1.233)", "1.467 (1.467-1.467)"]
+    assert cells(page, "domain placement (mccdb: a hash join in each domain)")[1] == "1.200 (1.200-1.200)"
+    assert cells(page, "placement + page colouring")[1:3] == ["1.100 (1.100-1.100)", "1.050 (1.050-1.050)"]
+    scan_row = "Linux default placement (expected: the scan in the hash join's domain in 1 of 3)"
+    scans = page.split("## hash-25 beside a streaming scan", 1)[1]
+    assert cells(scans, scan_row)[1] == "1.200 (1.200-1.200)"          # 1/3 x 1.6 + 2/3 x 1.0
+    assert cells(scans, "page colouring, Linux placement (expected)")[1] == "1.100 (1.100-1.100)"
+    assert "batch / longest alone 1.300 (1.300-1.300)" in page
+    assert "`rep=1 101 0 strong 0-1 3`" in page
+    assert (tmp_path / "pgcompare.png").stat().st_size > 0

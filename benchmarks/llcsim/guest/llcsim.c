@@ -406,6 +406,19 @@ static void join_group(const struct work *w)
 	snprintf(path, sizeof(path), "%s/%s/schemata", RESCTRL_AGENT_ROOT, w->rgroup);
 	write_text(path, line);
 	snprintf(path, sizeof(path), "%s/%s/tasks", RESCTRL_AGENT_ROOT, w->rgroup);
+	for (tries = 0;;) {	/* the agent gives a new group its tasks FIFO */
+		struct stat st;
+
+		if (!stat(path, &st) && S_ISFIFO(st.st_mode))
+			break;
+		if (tries++ == 0)
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (t1.tv_sec - t0.tv_sec > 30) {
+			fprintf(stderr, "llcsim: no tasks FIFO in %s/%s after 30 s\n", RESCTRL_AGENT_ROOT, w->rgroup);
+			exit(1);
+		}
+	}
 	snprintf(text, sizeof(text), "%d\n", (int)getpid());
 	write_text(path, text);
 	snprintf(path, sizeof(path), "%s/info/llcsim_applied", RESCTRL_AGENT_ROOT);

@@ -7,14 +7,16 @@
  *
  * The tree: info/L3/cbm_mask, info/L3/min_cbm_bits, info/L3/num_closids,
  * schemata ("L3:0=ffff;1=ffff", one entry per LLC domain) and tasks at the
- * root; a group is a directory made with mkdir, with its own schemata and
- * tasks files.  On a tmpfs a write to tasks replaces the file (the kernel's
- * resctrl moves the task and keeps a list), so the agent keeps the list:
- * a pid written to a tasks file moves to that group; where two files name
- * a pid, the one written last wins.
+ * root; a group is a directory made with mkdir, with its own schemata, and
+ * the agent gives it a tasks file.  Each tasks file is a FIFO the agent
+ * reads: a write of a pid (the kernel's resctrl moves that task) reaches it
+ * whole and in order, where two writers of a plain file could overwrite
+ * each other.  A pid written to a group's tasks moves to that group; a pid
+ * that reached several tasks files in one wake-up goes to the root, the
+ * side that confines nothing.
  *
  * CAT switches a CPU's class of service when the kernel switches tasks;
- * the agent approximates that per vCPU: every POLL_US it gives each vCPU
+ * the agent approximates that per vCPU: every POLL_US (10 ms) it gives each vCPU
  * the union of the masks (for the vCPU's LLC domain) of the groups whose
  * tasks are running there (state R, last CPU that vCPU), and leaves a vCPU
  * with none of them as it is.  It pins itself to a vCPU to set its mask
@@ -28,6 +30,8 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,7 +44,9 @@
 #include "llcsim_guest.h"
 #include "resctrl_agent.h"
 
-#define POLL_US		1000
+/* Its own work runs on the vCPUs it watches and counts in their cycles:
+ * 10 ms keeps that near 1% and a query's move a few ms late. */
+#define POLL_US		10000
 #define MAX_CPUS	64
 #define MAX_DOMAINS	16
 #define MAX_GROUPS	16
@@ -49,13 +55,13 @@
 struct group {
 	char name[256];			/* "" = the root group */
 	uint64_t mask[MAX_DOMAINS];	/* per LLC domain id, from schemata */
-	struct timespec tasks_mtime;
+	int fd, keep;			/* its tasks FIFO: read end, and a write end
+					 * that keeps it from reading as closed */
 };
 
 struct task {
 	int pid;
 	int group;
-	struct timespec when;		/* mtime of the tasks file that moved it */
 };
 
 static const char *root;
@@ -88,11 +94,6 @@ static int read_text(const char *path, char *buf, size_t len)
 	buf[n] = '\0';
 	fclose(f);
 	return 0;
-}
-
-static int ts_after(struct timespec a, struct timespec b)
-{
-	return a.tv_sec != b.tv_sec ? a.tv_sec > b.tv_sec : a.tv_nsec > b.tv_nsec;
 }
 
 /* The LLC domain of each CPU: its index3 cache id, as resctrl's domains. */
@@ -144,10 +145,7 @@ static int make_tree(int ways)
 	}
 	snprintf(text + used, sizeof(text) - (size_t)used, "\n");
 	snprintf(path, sizeof(path), "%s/schemata", root);
-	if (write_text(path, text))
-		return -1;
-	snprintf(path, sizeof(path), "%s/tasks", root);
-	return write_text(path, "");
+	return write_text(path, text);
 }
 
 /* "L3:0=ff;1=f0" -> mask per domain id; domains not named keep all ways. */
@@ -188,35 +186,64 @@ static struct task *task_of(int pid)
 	return &tasks[ntasks++];
 }
 
-/* Read group g's schemata, and its tasks file when it changed. */
-static void scan_group(int g)
+static void move(int pid, int g)
+{
+	struct task *t = pid > 0 ? task_of(pid) : NULL;
+
+	if (t)
+		t->group = g;
+}
+
+/* Group g's tasks FIFO, made (over a plain file a writer made first, whose
+ * pids are taken as moves) and opened. */
+static void open_tasks(int g)
+{
+	char path[4096], buf[4096], *p, *end;
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s%s%s/tasks", root, groups[g].name[0] ? "/" : "",
+		 groups[g].name);
+	if (!stat(path, &st) && S_ISREG(st.st_mode)) {
+		if (!read_text(path, buf, sizeof(buf)))
+			for (p = buf; (strtol(p, &end, 10), end != p); p = end)
+				move(atoi(p), g);
+		unlink(path);
+	}
+	if (mkfifo(path, 0666) && errno != EEXIST)
+		return;
+	chmod(path, 0666);
+	groups[g].fd = open(path, O_RDONLY | O_NONBLOCK);
+	groups[g].keep = open(path, O_WRONLY | O_NONBLOCK);
+}
+
+/* Group g's schemata; the pids its tasks FIFO received, as moves. */
+static void scan_group(int g, int *seen)
 {
 	char path[4096], buf[8192], *p, *end;
-	struct stat st;
+	ssize_t n;
 
 	snprintf(path, sizeof(path), "%s%s%s/schemata", root, groups[g].name[0] ? "/" : "",
 		 groups[g].name);
 	if (!read_text(path, buf, sizeof(buf)))
 		parse_schemata(buf, groups[g].mask);
-	snprintf(path, sizeof(path), "%s%s%s/tasks", root, groups[g].name[0] ? "/" : "",
-		 groups[g].name);
-	if (stat(path, &st) || !ts_after(st.st_mtim, groups[g].tasks_mtime))
+	if (groups[g].fd < 0)
 		return;
-	groups[g].tasks_mtime = st.st_mtim;
-	if (read_text(path, buf, sizeof(buf)))
-		return;
-	for (p = buf; *p; p = end) {
-		long pid = strtol(p, &end, 10);
-		struct task *t;
+	while ((n = read(groups[g].fd, buf, sizeof(buf) - 1)) > 0) {
+		buf[n] = '\0';
+		for (p = buf; *p; p = end) {
+			long pid = strtol(p, &end, 10);
+			struct task *t;
 
-		if (end == p) {
-			end = p + 1;
-			continue;
-		}
-		t = pid > 0 ? task_of((int)pid) : NULL;
-		if (t && !ts_after(t->when, st.st_mtim)) {	/* this write is the latest */
-			t->group = g;
-			t->when = st.st_mtim;
+			if (end == p) {
+				end = p + 1;
+				continue;
+			}
+			t = pid > 0 ? task_of((int)pid) : NULL;
+			if (!t)
+				continue;
+			/* several groups in one wake-up: their order is lost */
+			t->group = seen[t - tasks] && t->group != g ? 0 : g;
+			seen[t - tasks] = 1;
 		}
 	}
 }
@@ -236,12 +263,14 @@ static void scan_groups(void)
 		for (g = 1; g < ngroups; g++)
 			if (!strcmp(groups[g].name, e->d_name))
 				break;
-		if (g == ngroups && ngroups < MAX_GROUPS)
-			snprintf(groups[ngroups++].name, sizeof(groups[0].name), "%s", e->d_name);
+		if (g == ngroups && ngroups < MAX_GROUPS) {
+			snprintf(groups[g].name, sizeof(groups[0].name), "%s", e->d_name);
+			groups[g].fd = groups[g].keep = -1;
+			ngroups++;
+			open_tasks(g);
+		}
 	}
 	closedir(dir);
-	for (g = 0; g < ngroups; g++)
-		scan_group(g);
 }
 
 /* The task's state and last CPU (fields 3 and 39 of /proc/PID/stat). */
@@ -336,6 +365,12 @@ int resctrl_agent_start(const char *dir, int ways)
 		return 1;
 	}
 	ngroups = 1;
+	groups[0].fd = groups[0].keep = -1;
+	open_tasks(0);
+	if (groups[0].fd < 0) {
+		fprintf(stderr, "llcsim resctrl: cannot make %s/tasks: %s\n", dir, strerror(errno));
+		return 1;
+	}
 	for (c = 0; c < ncpus; c++)
 		applied[c] = full_mask;
 	fflush(stdout);
@@ -348,10 +383,18 @@ int resctrl_agent_start(const char *dir, int ways)
 	}
 	setsid();
 	for (;;) {
-		struct timespec pause = { 0, POLL_US * 1000L };
+		struct pollfd pfd[MAX_GROUPS];
+		int seen[MAX_TASKS] = { 0 }, g;
 
+		/* wake on a move, or every POLL_US for new groups and migrations */
+		for (g = 0; g < ngroups; g++) {
+			pfd[g].fd = groups[g].fd;
+			pfd[g].events = POLLIN;
+		}
+		poll(pfd, (nfds_t)ngroups, POLL_US / 1000);
 		scan_groups();
+		for (g = 0; g < ngroups; g++)
+			scan_group(g, seen);
 		apply();
-		nanosleep(&pause, NULL);
 	}
 }

@@ -918,7 +918,7 @@ def pgfig6(args, d):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('mode', choices=['validate', 'domains', 'mlp', 'table2', 'pgfig2', 'pgfig6'])
+    ap.add_argument('mode', choices=['validate', 'domains', 'mlp', 'table2', 'pgfig2', 'pgfig6', 'pgcompare'])
     ap.add_argument('--serial', required=True)
     ap.add_argument('--sim', required=True)
     ap.add_argument('--boot-rc', type=int, default=0)
@@ -933,6 +933,9 @@ def main():
     ap.add_argument('--native', help='mlp: the JSON of python -m mccdb_bench.llcsim_native')
     args = ap.parse_args()
     d = load(args.serial, args.sim)
+    if args.mode == 'pgcompare':
+        from compare import pgcompare   # its own file; it imports helpers from here
+        sys.exit(pgcompare(args, d))
     sys.exit({'validate': validate, 'domains': domains, 'mlp': mlp, 'table2': table2, 'pgfig2': pgfig2,
               'pgfig6': pgfig6}[args.mode](args, d))
 
