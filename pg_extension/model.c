@@ -137,8 +137,15 @@ model_place(const ModelDomain *domains, int ndomains, int cls, int slots,
 				best = i;
 			continue;
 		}
-		pack = cls == weak ? d->running[weak] : d->free_slots;
-		best_pack = cls == weak ? domains[best].running[weak] : domains[best].free_slots;
+		/*
+		 * A stream joins the other streams while their domain keeps a free
+		 * slot: filling it would leave a cache-hungry query that comes next
+		 * only the domains with hungry queries in them.
+		 */
+		pack = cls != weak ? d->free_slots :
+			d->free_slots > slots ? d->running[weak] : -1;
+		best_pack = cls != weak ? domains[best].free_slots :
+			domains[best].free_slots > slots ? domains[best].running[weak] : -1;
 		if (pack > best_pack)
 			best = i;
 	}

@@ -16,13 +16,13 @@
  * side that confines nothing.
  *
  * CAT switches a CPU's class of service when the kernel switches tasks;
- * the agent approximates that per vCPU: every POLL_US (10 ms) it gives each vCPU
- * the union of the masks (for the vCPU's LLC domain) of the groups whose
- * tasks are running there (state R, last CPU that vCPU), and leaves a vCPU
- * with none of them as it is.  It pins itself to a vCPU to set its mask
- * (the plugin's WAYS command acts on the vCPU that executes it) and
- * records what it applied in info/llcsim_applied ("CPU MASK" lines), which
- * the workers of run.sh domains wait for.
+ * the agent approximates that per vCPU: on every move (and every second)
+ * it gives each vCPU the union of the masks (for the vCPU's LLC domain) of
+ * the groups whose tasks are running there (state R, last CPU that vCPU),
+ * and leaves a vCPU with none of them as it is.  It pins itself to a vCPU
+ * to set its mask (the plugin's WAYS command acts on the vCPU that
+ * executes it) and records what it applied in info/llcsim_applied ("CPU
+ * MASK" lines), which the workers of run.sh domains wait for.
  *
  * Exact for tasks pinned one per vCPU, as the experiments run them; a vCPU
  * shared by tasks of different groups gets the union of their masks.
@@ -44,9 +44,13 @@
 #include "llcsim_guest.h"
 #include "resctrl_agent.h"
 
-/* Its own work runs on the vCPUs it watches and counts in their cycles:
- * 10 ms keeps that near 1% and a query's move a few ms late. */
-#define POLL_US		10000
+/*
+ * It wakes on every move; otherwise once a second, for new groups and for
+ * tasks that exited.  Its own work runs on the vCPUs it watches and counts
+ * in their modeled cycles, and a guest second is long under TCG: waking
+ * every 10 ms cost the queries beside it several per cent.
+ */
+#define POLL_US		1000000
 #define MAX_CPUS	64
 #define MAX_DOMAINS	16
 #define MAX_GROUPS	16

@@ -189,10 +189,16 @@ test_placement(void)
 	d[0] = domain(1, 1, 0, 0);
 	d[1] = domain(2, 0, 0, 0);
 	ok(model_place(d, 2, S, 1, none) == 1, "no matrix: strong avoids the domain with a strong query");
-	d[0] = domain(1, 0, 0, 1);
-	d[1] = domain(2, 0, 0, 0);
+	d[0] = domain(2, 0, 0, 1);
+	d[1] = domain(3, 0, 0, 0);
 	ok(model_place(d, 2, W, 1, none) == 0, "no matrix: weak joins the weak query (streams together)");
 	ok(model_place(d, 2, M, 1, none) == 1, "no matrix: moderate takes the emptier domain");
+	/* two domains of two, a weak query running: a second weak one that
+	 * filled its domain would force the two hash joins after it together
+	 * (seen in the simulator's guest, llcsim-compare) */
+	d[0] = domain(1, 0, 0, 1);
+	d[1] = domain(2, 0, 0, 0);
+	ok(model_place(d, 2, W, 1, none) == 1, "no matrix: weak does not take a domain's last slot to pack");
 	d[0] = domain(1, 0, 1, 0);
 	d[1] = domain(1, 0, 0, 1);
 	ok(model_place(d, 2, W, 1, none) == 1, "no matrix: weak avoids the cache-hungry query");
