@@ -337,20 +337,23 @@ def domains(args, d):
     check(fit <= 0.15, f'8 of 16 ways: a chase of 0.5x their capacity misses {fit:.3f} (<= 0.15)')
     check(over >= 0.90, f'8 of 16 ways: a chase of 1.5x their capacity misses {over:.3f} (>= 0.90)')
     check(over_all <= 0.10, f'the same 1.5x chase with all 16 ways misses {over_all:.3f} (<= 0.10)')
-    # The CAT victim is compared with itself alone under the same mask: a
-    # class of service isolates, it does not give back the other ways.
+    # Disjoint masks against shared ones, in the same run: a victim's 4 KiB
+    # pages land in sets by chance, and the sets that got more than 8 of its
+    # lines overflow ways 0-7 whoever else runs (0.000 to 0.141 seen over
+    # runs, alone or beside a stream in ways 8-15); the stream in the same
+    # ways adds 30-45 points to that.
     cat_iso, cat_shared, cat_alone = m[513]['llc_mr'], m[515]['llc_mr'], m[517]['llc_mr']
-    check(cat_iso <= cat_alone + 0.05,
-          f'ways 0-7 beside a stream in ways 8-15: victim misses {cat_iso:.3f}, within 5 points of '
-          f'alone in ways 0-7 ({cat_alone:.3f})')
+    check(cat_iso <= cat_shared - 0.20,
+          f'ways 0-7 beside a stream in ways 8-15: victim misses {cat_iso:.3f}, at least 20 points below '
+          f'the stream in ways 0-7 ({cat_shared:.3f}; alone in ways 0-7: {cat_alone:.3f})')
     check(cat_shared >= cat_alone + 0.20,
           f'ways 0-7 beside a stream in ways 0-7: victim misses {cat_shared:.3f}, at least 20 points above '
           f'alone in ways 0-7 ({cat_alone:.3f})')
     # The same masks set through the guest's resctrl tree and its agent.
     rc_iso, rc_shared = m[520]['llc_mr'], m[522]['llc_mr']
-    check(rc_iso <= cat_alone + 0.05,
-          f'resctrl groups, victim 0x00ff and stream 0xff00: victim misses {rc_iso:.3f}, within 5 points of '
-          f'alone in ways 0-7 ({cat_alone:.3f})')
+    check(rc_iso <= rc_shared - 0.20,
+          f'resctrl groups, victim 0x00ff and stream 0xff00: victim misses {rc_iso:.3f}, at least 20 points '
+          f'below both in group 0x00ff ({rc_shared:.3f})')
     check(rc_shared >= cat_alone + 0.20,
           f'resctrl group 0x00ff holding both: victim misses {rc_shared:.3f}, at least 20 points above alone in '
           f'ways 0-7 ({cat_alone:.3f})')
