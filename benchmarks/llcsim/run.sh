@@ -65,6 +65,9 @@ REPL=${REPL:-lru} COLORS=${COLORS:-32} MEM=${MEM:-1024}
 SYNC=${SYNC:-10000} LAT_SEQ=${LAT_SEQ:-20}
 ROB=${ROB:-0} MSHR=${MSHR:-24}
 SMP=${SMP:-2} LLC_DOMAINS=${LLC_DOMAINS:-1}
+# two LLC domains of two vCPUs: the guest boots as two sockets of two, so its
+# sysfs shows the domains the plugin has (llc_domains=2)
+DOMAINS_SMP=4,sockets=2,cores=2,threads=1
 QUICK=0
 [ "${2:-}" = --quick ] && QUICK=1
 
@@ -172,12 +175,10 @@ do_domains() {
 	list+=" llcsim:resctrl:/tmp/resctrl:16"
 	list+=" llcsim:pair:$cat/rg=victim@0x00ff:stream/32768/0/rg=noisy@0xff00:520:521"
 	list+=" llcsim:pair:$cat/rg=victim@0x00ff:stream/32768/0/rg=victim@0x00ff:522:523"
-	# two sockets of two: the guest's sysfs shows the LLC domains the plugin has
-	local smp=4,sockets=2,cores=2,threads=1
-	read -r serial simout rc secs < <(SMP=$smp LLC_DOMAINS=2 boot domains "$list" "${BOOT_TIMEOUT:-3000}")
+	read -r serial simout rc secs < <(SMP=$DOMAINS_SMP LLC_DOMAINS=2 boot domains "$list" "${BOOT_TIMEOUT:-3000}")
 	mkdir -p "$results"
 	"$py" "$here/scripts/analyze.py" domains --serial "$serial" --sim "$simout" \
-		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --smp "$smp" --llc-domains 2 \
+		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --smp "$DOMAINS_SMP" --llc-domains 2 \
 		--out "$results/llcsim-domains.md" --cmd "benchmarks/llcsim/run.sh domains${2:+ $2}"
 }
 
@@ -286,10 +287,10 @@ do_pg_fig2() {	# PG_REPS repetitions, the queries in an order of their own in ea
 # Placement, page colouring and resctrl side by side (pg/compare): four
 # vCPUs as two LLC domains, the guest booted as two sockets to match.
 do_pg_compare() {
-	local reps=${PG_REPS:-3} smp=4,sockets=2,cores=2,threads=1
+	local reps=${PG_REPS:-3}
 	[ $QUICK = 1 ] && reps=1
-	SMP=$smp LLC_DOMAINS=2 pg_run pg-compare pgcompare llcsim-compare.md \
-		"compare:${PG_HASH:-25,20}:${PG_INDEX:-12,8}:$reps" --smp "$smp" --llc-domains 2 \
+	SMP=$DOMAINS_SMP LLC_DOMAINS=2 pg_run pg-compare pgcompare llcsim-compare.md \
+		"compare:${PG_HASH:-25,20}:${PG_INDEX:-12,8}:$reps" --smp "$DOMAINS_SMP" --llc-domains 2 \
 		--cmd "${PG_HASH:+PG_HASH=$PG_HASH }${PG_INDEX:+PG_INDEX=$PG_INDEX }${PG_REPS:+PG_REPS=$PG_REPS }benchmarks/llcsim/run.sh pg-compare${2:+ $2}"
 }
 

@@ -310,11 +310,12 @@ def write_report(a, t, notes, nr, pool_text, hash_colors, pool_hist, hh, peak_na
               "without warm-up, so all of its planning and execution memory is checked. Shared memory other than "
               "the buffer pool (lock tables, statistics) is not checked: its pages take the "
               "colours of whichever backend touches them first."]
+    text = "\n".join(lines) + "\n"
     a.report.parent.mkdir(parents=True, exist_ok=True)
-    a.report.write_text("\n".join(lines) + "\n")
+    a.report.write_text(text)
     if a.record:
         from mccdb_bench.harness.report import write_page
-        write_page(a.record, "\n".join(lines) + "\n")
+        write_page(a.record, text)
 
 
 if __name__ == "__main__":

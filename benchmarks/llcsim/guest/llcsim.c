@@ -100,20 +100,13 @@ static void die(const char *m)
 
 static int huge_pages;	/* `time`: ask for transparent huge pages */
 
-#define HUGE_PAGE (2UL << 20)
-
-/* With huge_pages, the mapping starts on a 2 MiB boundary so that THP can
- * back all of it. */
 static void *alloc(size_t bytes)
 {
-	size_t len = huge_pages ? bytes + HUGE_PAGE : bytes;
-	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		die("mmap");
-	if (huge_pages) {
-		p = (char *)(((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
+	if (huge_pages)
 		madvise(p, bytes, MADV_HUGEPAGE);
-	}
 	return p;
 }
 
@@ -385,7 +378,7 @@ static void write_text(const char *path, const char *text)
 static void join_group(const struct work *w)
 {
 	char path[256], text[256], line[64], *p;
-	int used, cpu = sched_getcpu(), tries;
+	int used, cpu = sched_getcpu();
 	struct timespec t0, t1;
 	FILE *f;
 
@@ -406,13 +399,12 @@ static void join_group(const struct work *w)
 	snprintf(path, sizeof(path), "%s/%s/schemata", RESCTRL_AGENT_ROOT, w->rgroup);
 	write_text(path, line);
 	snprintf(path, sizeof(path), "%s/%s/tasks", RESCTRL_AGENT_ROOT, w->rgroup);
-	for (tries = 0;;) {	/* the agent gives a new group its tasks FIFO */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {	/* the agent gives a new group its tasks FIFO */
 		struct stat st;
 
 		if (!stat(path, &st) && S_ISFIFO(st.st_mode))
 			break;
-		if (tries++ == 0)
-			clock_gettime(CLOCK_MONOTONIC, &t0);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (t1.tv_sec - t0.tv_sec > 30) {
 			fprintf(stderr, "llcsim: no tasks FIFO in %s/%s after 30 s\n", RESCTRL_AGENT_ROOT, w->rgroup);
@@ -422,7 +414,8 @@ static void join_group(const struct work *w)
 	snprintf(text, sizeof(text), "%d\n", (int)getpid());
 	write_text(path, text);
 	snprintf(path, sizeof(path), "%s/info/llcsim_applied", RESCTRL_AGENT_ROOT);
-	for (tries = 0;;) {	/* running (state R) until the agent saw us */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {	/* running (state R) until the agent saw us */
 		int c;
 		unsigned long m;
 
@@ -434,8 +427,6 @@ static void join_group(const struct work *w)
 			}
 		if (f)
 			fclose(f);
-		if (tries++ == 0)
-			clock_gettime(CLOCK_MONOTONIC, &t0);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (t1.tv_sec - t0.tv_sec > 30) {
 			fprintf(stderr, "llcsim: the resctrl agent did not set %lx on vCPU %d in 30 s\n",

@@ -190,27 +190,48 @@ static struct task *task_of(int pid)
 	return &tasks[ntasks++];
 }
 
-static void move(int pid, int g)
+/* Group g's FILE ("tasks", "schemata") under the root. */
+static void group_path(int g, const char *file, char *path, size_t len)
 {
-	struct task *t = pid > 0 ? task_of(pid) : NULL;
+	snprintf(path, len, "%s%s%s/%s", root, groups[g].name[0] ? "/" : "", groups[g].name, file);
+}
 
-	if (t)
-		t->group = g;
+/* The pids in text, written to group g's tasks, as moves; seen (NULL: none
+ * yet) marks the tasks moved in this wake-up: several groups in one, and
+ * their order is lost. */
+static void take_moves(const char *text, int g, int *seen)
+{
+	const char *p;
+	char *end;
+
+	for (p = text; *p; p = end) {
+		long pid = strtol(p, &end, 10);
+		struct task *t;
+
+		if (end == p) {
+			end = (char *)p + 1;
+			continue;
+		}
+		t = pid > 0 ? task_of((int)pid) : NULL;
+		if (!t)
+			continue;
+		t->group = seen && seen[t - tasks] && t->group != g ? 0 : g;
+		if (seen)
+			seen[t - tasks] = 1;
+	}
 }
 
 /* Group g's tasks FIFO, made (over a plain file a writer made first, whose
  * pids are taken as moves) and opened. */
 static void open_tasks(int g)
 {
-	char path[4096], buf[4096], *p, *end;
+	char path[4096], buf[4096];
 	struct stat st;
 
-	snprintf(path, sizeof(path), "%s%s%s/tasks", root, groups[g].name[0] ? "/" : "",
-		 groups[g].name);
+	group_path(g, "tasks", path, sizeof(path));
 	if (!stat(path, &st) && S_ISREG(st.st_mode)) {
 		if (!read_text(path, buf, sizeof(buf)))
-			for (p = buf; (strtol(p, &end, 10), end != p); p = end)
-				move(atoi(p), g);
+			take_moves(buf, g, NULL);
 		unlink(path);
 	}
 	if (mkfifo(path, 0666) && errno != EEXIST)
@@ -223,32 +244,17 @@ static void open_tasks(int g)
 /* Group g's schemata; the pids its tasks FIFO received, as moves. */
 static void scan_group(int g, int *seen)
 {
-	char path[4096], buf[8192], *p, *end;
+	char path[4096], buf[8192];
 	ssize_t n;
 
-	snprintf(path, sizeof(path), "%s%s%s/schemata", root, groups[g].name[0] ? "/" : "",
-		 groups[g].name);
+	group_path(g, "schemata", path, sizeof(path));
 	if (!read_text(path, buf, sizeof(buf)))
 		parse_schemata(buf, groups[g].mask);
 	if (groups[g].fd < 0)
 		return;
 	while ((n = read(groups[g].fd, buf, sizeof(buf) - 1)) > 0) {
 		buf[n] = '\0';
-		for (p = buf; *p; p = end) {
-			long pid = strtol(p, &end, 10);
-			struct task *t;
-
-			if (end == p) {
-				end = p + 1;
-				continue;
-			}
-			t = pid > 0 ? task_of((int)pid) : NULL;
-			if (!t)
-				continue;
-			/* several groups in one wake-up: their order is lost */
-			t->group = seen[t - tasks] && t->group != g ? 0 : g;
-			seen[t - tasks] = 1;
-		}
+		take_moves(buf, g, seen);
 	}
 }
 

@@ -121,8 +121,12 @@ def pgcompare(args, d):
         ('- way partitioning, the scan in the hash join\'s domain', lambda r: scan(r, 'resctrl', 'scan-same')),
     ]
 
+    def metric(fn, k):
+        """Metric k of a row over the repetitions that have it."""
+        return summarize(m[k] for m in (fn(r) for r in reps) if m)
+
     def cells(fn, k):
-        return summarize(m[k] for m in (fn(r) for r in reps) if m).fmt(3)
+        return metric(fn, k).fmt(3)
 
     part = {k: next((ln.split(f'partition {k}: ', 1)[1] for ln in d['serial']
                      if f'LLCSIM-PG partition {k}:' in ln), '?') for k in ('colors', 'resctrl')}
@@ -175,7 +179,7 @@ def pgcompare(args, d):
     def bars(ax, rows, keys, names):
         w = 0.8 / len(keys)
         for i, (k, name) in enumerate(zip(keys, names)):
-            sms = [summarize(m[k] for m in (fn(r) for r in reps) if m) for _, fn in rows]
+            sms = [metric(fn, k) for _, fn in rows]
             ax.bar([j + i * w for j in range(len(rows))], [s.median for s in sms], w, label=name,
                    yerr=[[s.median - s.lo for s in sms], [s.hi - s.median for s in sms]], capsize=3)
         ax.set_xticks([j + 0.4 - w / 2 for j in range(len(rows))])
