@@ -44,10 +44,18 @@ bench-native: deps
 # validation, the LLC domains and way masks, the overlap model against
 # native timing, Table 2 in its three variants and with the overlap model,
 # Figures 2 and 6, and placement vs colouring vs resctrl with PostgreSQL.
+# Each line is the command its page names (benchmarks/tests checks it).
 bench-sim: deps
-	for c in validate domains mlp table2 pg-fig2 pg-fig6 pg-compare; do benchmarks/llcsim/run.sh $$c || exit 1; done
-	for v in disjoint default; do TABLE2_VARIANT=$$v benchmarks/llcsim/run.sh table2 || exit 1; done
-	ROB=320 benchmarks/llcsim/run.sh table2
+	benchmarks/llcsim/run.sh validate
+	benchmarks/llcsim/run.sh domains
+	benchmarks/llcsim/run.sh mlp
+	TABLE2_REPS=3 benchmarks/llcsim/run.sh table2
+	TABLE2_VARIANT=disjoint TABLE2_REPS=3 benchmarks/llcsim/run.sh table2
+	TABLE2_VARIANT=default TABLE2_REPS=3 benchmarks/llcsim/run.sh table2
+	TABLE2_REPS=3 ROB=320 benchmarks/llcsim/run.sh table2
+	benchmarks/llcsim/run.sh pg-fig2
+	benchmarks/llcsim/run.sh pg-fig6
+	benchmarks/llcsim/run.sh pg-compare
 
 # In the patched kernel's guest: fault throughput and memory pressure
 # (kernel-patch/Makefile bench), and the full stack on the test box.

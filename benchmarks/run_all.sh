@@ -7,12 +7,15 @@
 #   MCCDB_BENCH_LLC    mccdb.llc_size for the experiments (default 8MB)
 #   MCCDB_BENCH_SEC74_SCALE  the SSB scale of section 7.4 at the paper's scale
 #                      (default 8: about 4 min to load, 7.4 GB, 27 min to run)
+#   MCCDB_BENCH_TPCH_SCALE  the TPC-H scale of the estimation page (default 0.1)
+# Each bench line is the command its page names (benchmarks/tests checks it).
 set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 PORT=${MCCDB_BENCH_PORT:-54400}
 SF=${MCCDB_BENCH_SCALE:-1}
 LLC=${MCCDB_BENCH_LLC:-8MB}
 SF74=${MCCDB_BENCH_SEC74_SCALE:-8}
+SFTPCH=${MCCDB_BENCH_TPCH_SCALE:-0.1}
 PARTS=$("$MCCDB_PY" -c "print(int(800000 * float('$SF')))")
 cd "$MCCDB_ROOT"
 scripts/pg-cluster.sh start bench --port "$PORT" --set "shared_buffers = 4GB" \
@@ -25,7 +28,8 @@ load_unless_loaded plq ssb_generate "$SF" --part-rows "$PARTS" --no-foreign-keys
 load_unless_loaded ssb ssb_generate "$SF"
 load_unless_loaded ssb tpch_load "$SF" --schema tpch
 load_unless_loaded ssb8 ssb_generate "$SF74" --jobs 2
-for db in plq ssb ssb8; do
+load_unless_loaded tpch tpch_load "$SFTPCH"
+for db in plq ssb ssb8 tpch; do
 	"$PG_BINDIR/psql" -X -q -d "$db" -c "create extension if not exists mccdb" -c "alter extension mccdb update"
 done
 bench calibrate_host --db plq --runs 3
@@ -40,6 +44,7 @@ bench throughput --db ssb --clients 6 --reps 3
 bench pgbench_mix --db ssb --clients 6 --reps 3
 bench learning --db ssb --queries 200
 bench estimate_accuracy --db ssb --name locality-estimation-ssb-sf1
+bench estimate_accuracy --db tpch --runs 2 --name locality-estimation-tpch benchmarks/tpch/queries/q*.sql
 bench scheduler_overhead --db ssb
 bench planning_overhead --scale "$SF"
 bench fig5_table2 --db plq
