@@ -100,7 +100,7 @@ def draw(res, plot, kinds, C, corunner):
         for x in (C / 3, C, 3 * C):
             ax2.axvline(x, color="gray", ls=":", lw=0.8)
         ax2.set_xlabel("hash table size of the target PLQ_n (MB, actual)")
-        ax2.set_title("CPU time of the target: co-run / alone", fontsize=10)
+        ax2.set_title("CPU time of the target: co-run / alone", fontsize=10, pad=14)
     for k, mk in zip(kinds, "osd"):
         xs = [x for x, _ in plot[k]]
         ys = [s.median for _, s in plot[k]]
@@ -109,7 +109,7 @@ def draw(res, plot, kinds, C, corunner):
     for x, lab in ((C / 3, "C/3"), (C, "C"), (3 * C, "3C")):
         if C:
             ax.axvline(x, color="gray", ls=":", lw=0.8)
-            ax.text(x, ax.get_ylim()[1], lab, fontsize=7, va="top")
+            ax.text(x, 1.01, lab, fontsize=7, ha="center", va="bottom", transform=ax.get_xaxis_transform())
     ax.axhline(1.0, color="black", lw=0.5)
     ax.set_xscale("log")
     from matplotlib.ticker import ScalarFormatter
@@ -118,42 +118,27 @@ def draw(res, plot, kinds, C, corunner):
     ax.tick_params(axis="x", which="minor", labelsize=7)
     ax.set_xlabel("hash table size of the target PLQ_n (MB, actual)")
     ax.set_ylabel("slowdown (co-run / alone)")
-    ax.set_title("Hash-join PLQ_n beside a co-runner: wall time", fontsize=10)
-    ax.legend(fontsize=8)
-    res.figure(fig)
+    ax.set_title("Hash-join PLQ_n beside a co-runner: wall time", fontsize=10, pad=14)
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3)
+    return res.figure(fig)
 
 
 def replot(md_path, corunner=25):
-    """Redraw the PNG from an existing result table (no measurement)."""
-    import pathlib
+    """Redraw the PNG from an existing page's first table (no measurement)."""
     import re
-
-    from harness import stats as st
-    text = pathlib.Path(md_path).read_text()
+    res, text = report.Result.of_page(md_path)
     C = float(re.search(r"C = ([0-9.]+) MB", text).group(1))
     kinds = ["hash", "index", "bitmap"]
-    plot = {k: [] for k in kinds}
-    for line in text.split("### First run")[0].splitlines():
-        if not line.startswith("| PLQ_"):
-            continue
-        cells = [c.strip() for c in line.strip("|").split("|")]
+    plot = {}
+    headers, rows = report.page_tables(text)[0]
+    for cells in rows:
         for k, cell in zip(kinds + [k + " cpu" for k in kinds], cells[5:11]):
-            m = re.match(r"([0-9.]+)(?: \(([0-9.]+)-([0-9.]+)\))?", cell)
-            if not m:
-                continue
-            med = float(m.group(1))
-            lo, hi = (float(m.group(2)), float(m.group(3))) if m.group(2) else (med, med)
-            plot.setdefault(k, []).append((float(cells[2]), st.Summary(med, lo, hi, 3)))
-    res = report.Result(pathlib.Path(md_path).stem, "", {}, "", pathlib.Path(md_path).parent)
-    hdr = re.search(r"- Machine: (.*?);", text).group(1)
-    res.scale = re.search(r"- Scale: (.*)", text).group(1)
-    res.server = {"version": re.search(r"PostgreSQL ([0-9.]+)", text).group(1)}
-    draw(res, plot, kinds, C, corunner)
-    return hdr
+            s = stats.parse(cell, 3)
+            if s is not None:
+                plot.setdefault(k, []).append((float(cells[2]), s))
+    return draw(res, plot, kinds, C, corunner)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--replot":
-        replot(sys.argv[2])
-        sys.exit(0)
-    sys.exit(run(main))
+    sys.exit(run(main, replot=replot))

@@ -149,6 +149,12 @@ def main(argv=None):
             f"Median (min-max) over {a.reps} repetitions; ratios are per repetition over the "
             f"{base_name} batch of the same repetition.\n")
     res.table(["query", "configuration", "batch s", f"batch / {base_name}", "plans"], rows)
+    draw(res, plot, ns, a.instances)
+    return res, rows
+
+
+def draw(res, plot, ns, instances):
+    """plot: {(n, configuration): Summary of batch seconds}; adds the PNG to res."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -161,13 +167,24 @@ def main(argv=None):
         ax.bar(xs, [x.median for x in s], width,
                yerr=[[x.median - x.lo for x in s], [x.hi - x.median for x in s]], capsize=3, label=k)
     ax.set_xticks([i + width * (len(keys) - 1) / 2 for i in range(len(ns))], [f"PLQ_{n}" for n in ns])
-    ax.set_ylabel(f"batch time of {a.instances} instances (s)")
+    ax.set_ylabel(f"batch time of {instances} instances (s)")
     ax.set_xlabel("query")
     ax.set_title("Section 7.3: batch time (median, min-max)", fontsize=10)
-    ax.legend(fontsize=8, loc="lower right")
-    res.figure(fig)
-    return res, rows
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return res.figure(fig)
+
+
+def replot(md_path):
+    """Redraw the PNG from an existing page's batch table (no measurement)."""
+    import re
+    res, text = report.Result.of_page(md_path)
+    instances = int(re.search(r"^(\d+) instances per batch", text, re.M).group(1))
+    reps = int(re.search(r"over (\d+) repetitions", text).group(1))
+    headers, rows = next(t for t in report.page_tables(text) if t[0][:3] == ["query", "configuration", "batch s"])
+    plot = {(int(q.removeprefix("PLQ_")), k): stats.parse(batch, reps) for q, k, batch, *_ in rows}
+    ns = sorted({n for n, _ in plot})
+    return draw(res, plot, ns, instances)
 
 
 if __name__ == "__main__":
-    sys.exit(run(main))
+    sys.exit(run(main, replot=replot))

@@ -82,26 +82,42 @@ def main(argv=None):
     res.add("\nPer target: hash table size vs its median slowdown over all co-runners:\n")
     res.table(["target", "class", "actual S", "median slowdown over co-runners"],
               [[t, info[t]["loc"], fmt_bytes(info[t]["act"]), f"{m:.2f}"] for t, (_, m) in zip(longq, tgt)])
+    draw(res, [[slow[(t, c)].median for c in longq] for t in longq], [(q, info[q]["loc"]) for q in longq])
+    return res, slow, slow_cpu, info, longq
+
+
+def draw(res, m, queries):
+    """m[i][j]: median slowdown of queries[i] beside queries[j]; queries: (name, class)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6, 5))
-    m = [[slow[(t, c)].median for c in longq] for t in longq]
     im = ax.imshow(m, cmap="Reds")
-    ax.set_xticks(range(len(longq)))
-    ax.set_xticklabels([f"{c}\n{info[c]['loc']}" for c in longq], fontsize=7)
-    ax.set_yticks(range(len(longq)))
-    ax.set_yticklabels([f"{t} {info[t]['loc']}" for t in longq], fontsize=7)
-    for i in range(len(longq)):
-        for j in range(len(longq)):
-            ax.text(j, i, f"{m[i][j]:.2f}", ha="center", va="center", fontsize=7)
+    ax.set_xticks(range(len(queries)))
+    ax.set_xticklabels([f"{q}\n{c}" for q, c in queries], fontsize=7)
+    ax.set_yticks(range(len(queries)))
+    ax.set_yticklabels([f"{q} {c}" for q, c in queries], fontsize=7)
+    lo, hi = min(map(min, m)), max(map(max, m))
+    for i in range(len(queries)):
+        for j in range(len(queries)):
+            dark = hi > lo and (m[i][j] - lo) / (hi - lo) > 0.6
+            ax.text(j, i, f"{m[i][j]:.2f}", ha="center", va="center", fontsize=7,
+                    color="white" if dark else "black")
     ax.set_xlabel("co-runner")
     ax.set_ylabel("target")
     fig.colorbar(im, label="slowdown")
     ax.set_title("Long SSB queries: slowdown in every pairing", fontsize=10)
-    res.figure(fig)
-    return res, slow, slow_cpu, info, longq
+    return res.figure(fig)
+
+
+def replot(md_path):
+    """Redraw the PNG from an existing page's slowdown table (no measurement)."""
+    import re
+    res, text = report.Result.of_page(md_path)
+    headers, rows = next(t for t in report.page_tables(text) if t[0][0] == "target \\ co-runner")
+    queries = [re.match(r"(\S+) \((\w+)\)", h).groups() for h in headers[1:]]
+    return draw(res, [[stats.parse(c).median for c in r[1:]] for r in rows], queries)
 
 
 if __name__ == "__main__":
-    sys.exit(run(main))
+    sys.exit(run(main, replot=replot))

@@ -25,6 +25,13 @@ def test_summarize_ignores_missing_and_empty():
     assert e.n == 0 and math.isnan(e.median) and e.fmt() == "n/a"
 
 
+def test_parse_reads_what_fmt_writes():
+    s = stats.summarize([0.93, 1.0, 1.15])
+    assert stats.parse(s.fmt(), 3) == stats.Summary(1.0, 0.93, 1.15, 3)
+    assert stats.parse(stats.Summary(2.86, 2.5, 3.0, 3).fmt(unit="s"), 3) == stats.Summary(2.86, 2.5, 3.0, 3)
+    assert stats.parse("n/a") is None and stats.parse("PLQ_1") is None
+
+
 def test_ratios_are_paired():
     assert stats.ratios([2.0, 3.0], [1.0, 2.0]) == [2.0, 1.5]
     with pytest.raises(ValueError):
@@ -101,6 +108,27 @@ def test_result_writes_markdown_and_png(tmp_path):
     for needle in ("- Machine: ", "- Command: `", "PostgreSQL 15.x", "Scale: SF 0.01", "Load average",
                    "![Unit result](unit.png)", "| x |"):
         assert needle in md
+
+
+def test_page_tables():
+    text = "# t\n\n" + report.md_table(["a", "b"], [[1, "x"], [2, "y"]]) + "\ntext\n\n" + \
+        report.md_table(["c"], [[3]])
+    assert report.page_tables(text) == [(["a", "b"], [["1", "x"], ["2", "y"]]), (["c"], [["3"]])]
+
+
+@pytest.mark.parametrize("command,page", [("fig4", "fig4-hash-join-slowdown"),
+                                          ("sec73", "sec7.3-plan-selection"),
+                                          ("sec74", "sec7.4-ssb-pairs-sf8")])
+def test_replot_redraws_a_page_figure_from_its_tables(tmp_path, command, page):
+    """--replot reads the committed page and writes its PNG beside the copy, measuring nothing."""
+    src = pathlib.Path(__file__).resolve().parents[2] / "docs" / "results" / f"{page}.md"
+    shutil.copy(src, tmp_path / src.name)
+    r = subprocess.run([sys.executable, "-m", f"mccdb_bench.{command}", "--replot", str(tmp_path / src.name)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    png = tmp_path / f"{page}.png"
+    assert png.stat().st_size > 10000 and png.read_bytes()[:4] == b"\x89PNG"
+    assert (tmp_path / src.name).read_text() == src.read_text(), "the page itself is left alone"
 
 
 def test_cache_sizes_from_sysfs():

@@ -7,6 +7,7 @@ and --no-guard skips the quiet-machine guard (tests only: a page written
 without it says so in its header).
 """
 import argparse
+import sys
 
 from . import quiet
 
@@ -58,9 +59,15 @@ def start_guard(args, say, own_load=None):
     return g
 
 
-def run(main, argv=None):
+def run(main, argv=None, replot=None):
     """An experiment's __main__: run main(argv), which returns its
-    report.Result (or a tuple led by it), print the page and write it."""
+    report.Result (or a tuple led by it), print the page and write it.
+    `--replot PAGE` instead calls replot(PAGE), which redraws the page's
+    figure from its own tables without measuring (experiments that have one)."""
+    args = sys.argv[1:] if argv is None else argv
+    if replot is not None and len(args) == 2 and args[0] == "--replot":
+        print(f"wrote {replot(args[1])}")
+        return 0
     out = main(argv)
     res = out[0] if isinstance(out, tuple) else out
     print(res.text())

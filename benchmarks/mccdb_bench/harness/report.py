@@ -92,6 +92,22 @@ def write_page(path, text):
     return path
 
 
+def page_tables(text):
+    """The Markdown tables of a page, in order: [(headers, rows)] of cell strings."""
+    tables, cur = [], None
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            cur = None
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cur is None:
+            cur = (cells, [])
+            tables.append(cur)
+        elif not all(set(c) <= set("-: ") for c in cells):
+            cur[1].append(cells)
+    return tables
+
+
 class Result:
     """Collects one experiment's Markdown; write() puts it in docs/results/NAME.md."""
 
@@ -107,6 +123,7 @@ class Result:
         self.scale = scale
         self.body = []
         self.guard = None       # a quiet.Guard, when the experiment used one
+        self.machine = None     # the measured machine, when not this one (of_page)
 
     def add(self, text):
         self.body.append(text.rstrip() + "\n")
@@ -119,13 +136,28 @@ class Result:
         matplotlib.use("Agg")
         self.outdir.mkdir(parents=True, exist_ok=True)
         png = self.outdir / f"{self.name}{suffix}.png"
-        fig.text(0.01, -0.06, f"{machine.describe()}; {self.scale}; PostgreSQL "
+        fig.text(0.01, -0.06, f"{self.machine or machine.describe()}; {self.scale}; PostgreSQL "
                  f"{self.server.get('version', '?')}", fontsize=6, color="gray", transform=fig.transFigure)
         fig.savefig(png, dpi=110, bbox_inches="tight")
         import matplotlib.pyplot as plt
         plt.close(fig)
         self.add(f"![{alt or self.title}]({png.name})")
         return png
+
+    @classmethod
+    def of_page(cls, md_path):
+        """The Result of an existing page, to redraw its figure from its tables
+        (an experiment's --replot): name, scale and server read from the page."""
+        path = pathlib.Path(md_path)
+        text = path.read_text()
+        res = cls(path.stem, "", {}, "", path.parent)
+        scale = re.search(r"^- Scale: (.*)$", text, re.M)
+        version = re.search(r"^- PostgreSQL (.*?), shared_buffers", text, re.M)
+        measured_on = re.search(r"^- Machine: (.*?);", text, re.M)
+        res.scale = scale.group(1) if scale else ""
+        res.server = {"version": version.group(1) if version else "?"}
+        res.machine = measured_on.group(1) if measured_on else None
+        return res, text
 
     def header(self):
         s = self.server

@@ -1,5 +1,6 @@
 """Medians with their spread, ratios, percentiles."""
 import math
+import re
 import statistics
 from dataclasses import dataclass
 
@@ -19,6 +20,20 @@ class Summary:
         if self.n == 1:
             return f.format(self.median) + unit
         return f"{f.format(self.median)}{unit} ({f.format(self.lo)}-{f.format(self.hi)})"
+
+
+SUMMARY_CELL = re.compile(r"^\s*(-?[0-9.]+)[^ (]*(?: \((-?[0-9.]+)-(-?[0-9.]+)\))?\s*$")
+
+
+def parse(cell, n=0):
+    """The Summary a fmt() cell shows ('1.23 (1.10-1.40)' or '1.23'); None for
+    anything else.  n is not in the cell: the caller knows it."""
+    m = SUMMARY_CELL.match(cell)
+    if not m:
+        return None
+    med = float(m.group(1))
+    lo, hi = (float(m.group(2)), float(m.group(3))) if m.group(2) else (med, med)
+    return Summary(med, lo, hi, n)
 
 
 def summarize(xs):
