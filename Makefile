@@ -56,6 +56,7 @@ bench-sim: deps
 	benchmarks/llcsim/run.sh pg-fig2
 	benchmarks/llcsim/run.sh pg-fig6
 	benchmarks/llcsim/run.sh pg-compare
+	LLC_SIZE=1M benchmarks/llcsim/run.sh pg-compare
 
 # In the patched kernel's guest: fault throughput and memory pressure
 # (kernel-patch/Makefile bench), and the full stack on the test box.

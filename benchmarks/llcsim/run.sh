@@ -286,12 +286,15 @@ do_pg_fig2() {	# PG_REPS repetitions, the queries in an order of their own in ea
 
 # Placement, page colouring and resctrl side by side (pg/compare): four
 # vCPUs as two LLC domains, the guest booted as two sockets to match.
+# mccdb in the guest classifies with the plugin's LLC of one domain; an LLC
+# other than the default writes a page of its own (llcsim-compare-llc1m.md).
 do_pg_compare() {
-	local reps=${PG_REPS:-3}
+	local reps=${PG_REPS:-3} page=llcsim-compare.md llc=
 	[ $QUICK = 1 ] && reps=1
-	SMP=$DOMAINS_SMP LLC_DOMAINS=2 pg_run pg-compare pgcompare llcsim-compare.md \
-		"compare:${PG_HASH:-25,20}:${PG_INDEX:-12,8}:$reps" --smp "$DOMAINS_SMP" --llc-domains 2 \
-		--cmd "${PG_HASH:+PG_HASH=$PG_HASH }${PG_INDEX:+PG_INDEX=$PG_INDEX }${PG_REPS:+PG_REPS=$PG_REPS }benchmarks/llcsim/run.sh pg-compare${2:+ $2}"
+	[ "$LLC_SIZE" = 2M ] || { llc="LLC_SIZE=$LLC_SIZE "; page=llcsim-compare-llc$(echo "$LLC_SIZE" | tr A-Z a-z).md; }
+	SMP=$DOMAINS_SMP LLC_DOMAINS=2 pg_run pg-compare pgcompare "$page" \
+		"compare:${PG_HASH:-25,20}:${PG_INDEX:-12,8}:$reps:$(llc_kib)" --smp "$DOMAINS_SMP" --llc-domains 2 \
+		--cmd "$llc${PG_HASH:+PG_HASH=$PG_HASH }${PG_INDEX:+PG_INDEX=$PG_INDEX }${PG_REPS:+PG_REPS=$PG_REPS }benchmarks/llcsim/run.sh pg-compare${2:+ $2}"
 }
 
 # Figure 6: two hash-join and two index-join PLQs as the policies pair them (pg/corun).

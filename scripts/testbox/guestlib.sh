@@ -21,7 +21,8 @@ tap() {
 as_pg() { su postgres -s /bin/sh -c "$*"; }
 # server start CONF [WRAPPER...]: the server with /testbox/conf/CONF as
 # mccdb.conf, started through WRAPPER (e.g. taskset 1 pagecolor -c 0-3 --),
-# which its processes inherit.  server stop.
+# which its processes inherit; GUEST_CONF, when set, is a line added to
+# that mccdb.conf.  server stop.
 server() {
 	if [ "$1" = stop ]; then
 		as_pg "pg_ctl -D /pgdata -m fast -w -t 600 stop" >/dev/null
@@ -31,6 +32,7 @@ server() {
 	shift 2
 	cp "$conf/stock.conf" /pgdata/stock.conf
 	cp "$conf/$c" /pgdata/mccdb.conf
+	[ -z "${GUEST_CONF:-}" ] || echo "$GUEST_CONF" >> /pgdata/mccdb.conf
 	chown postgres /pgdata/mccdb.conf /pgdata/stock.conf
 	as_pg "$* pg_ctl -D /pgdata -l $out/server-$c.log -w -t 600 start" >/dev/null
 }

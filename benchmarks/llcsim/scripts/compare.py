@@ -132,6 +132,10 @@ def pgcompare(args, d):
                      if f'LLCSIM-PG partition {k}:' in ln), '?') for k in ('colors', 'resctrl')}
     domains = next((ln.split('domains: ', 1)[1] for ln in d['serial'] if 'LLCSIM-PG domains:' in ln), '?')
     gate = [ln.split('LLCSIM-GATE ', 1)[1] for ln in d['serial'] if ln.startswith('LLCSIM-GATE ')]
+    llc_size = next((ln.split('mccdb.llc_size: ', 1)[1].strip() for ln in d['serial']
+                     if 'LLCSIM-PG mccdb.llc_size:' in ln), None)
+    classes = (f'mccdb classifies with `mccdb.llc_size = {llc_size}`, the LLC of one domain. ' if llc_size else
+               'mccdb classifies with the L3 size the guest\'s sysfs reports (QEMU\'s, not the plugin\'s). ')
     L = ['# Placement, page colouring and way partitioning on the same PostgreSQL workload (simulated)', '',
          'Four vCPUs as two LLC domains of two (vCPUs 0-1 and 2-3, each with its own simulated LLC; the guest '
          'boots as two sockets, so its sysfs, and mccdb\'s topology, show the same two domains). PostgreSQL 15 '
@@ -142,7 +146,8 @@ def pgcompare(args, d):
          f'colouring (mccdb, `mccdb.partition = auto`: "{part["colors"]}"), way partitioning through '
          f'resctrl (mccdb, `mccdb.partition = resctrl` on the guest agent\'s tree, whose group masks are the '
          f'plugin\'s per-vCPU way masks: "{part["resctrl"]}"), each in the arrangements Linux may choose and '
-         'in the one domain placement chooses. Caches are flushed before each phase; a query\'s time is its '
+         'in the one domain placement chooses. ' + classes +
+         'Caches are flushed before each phase; a query\'s time is its '
          'vCPU\'s modeled cycles (user + kernel) in the phase, its slowdown that over its time alone on '
          'vCPU 0 of the stock server in the same repetition; a batch lasts as long as its longest vCPU. '
          f'{len(reps)} repetition(s), the arrangements in an order of their own in each; median (min-max) '
