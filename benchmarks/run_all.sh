@@ -46,5 +46,6 @@ bench learning --db ssb --queries 200
 bench estimate_accuracy --db ssb --name locality-estimation-ssb-sf1
 bench estimate_accuracy --db tpch --runs 2 --name locality-estimation-tpch benchmarks/tpch/queries/q*.sql
 bench scheduler_overhead --db ssb
+bench mechanism_costs --db plq --reps 5
 bench planning_overhead --scale "$SF"
 bench fig5_table2 --db plq

@@ -122,7 +122,7 @@ boot() {
 	[ $QUICK = 1 ] && noguard=(--no-guard)
 	rm -f "$build/$name.guard.md"
 	PATH="$here/scripts/qemu-wrap:$PATH" LLCSIM_PLUGIN_ARG="$parg" LLCSIM_RAM="$ram" \
-		"$py" -m mccdb_bench.harness.quiet "${noguard[@]}" --own-load 2 --what "the guest run" \
+		"$py" -m mccdb_bench.harness.quiet "${noguard[@]}" --own-load "${SMP%%,*}" --what "the guest run" \
 		--summary "$build/$name.guard.md" -- \
 		"$kp/scripts/boot-test.sh" -k "$kernel" -i "$initrd" -o "$serial" \
 		-e any -m "$MEM" -s "$SMP" -t "$timeout" -a "page_colors=$COLORS" >&2 || rc=$?

@@ -195,6 +195,28 @@ def test_overhead_and_estimation_pages(db, tmp_path):
     assert "| q1.1 |" in md and "| plq_25 |" in md and "run 1:" in md
 
 
+def test_mechanism_costs_end_to_end(db, tmp_path):
+    """Three restarts per repetition; each server checked to bind and to move
+    before it is measured, and the cluster given its settings back."""
+    if not {0, 1} <= os.sched_getaffinity(0):
+        pytest.skip("needs CPUs 0 and 1")
+    from mccdb_bench import mechanism_costs
+    names = ("mccdb.placement", "mccdb.partition", "mccdb.cpu_topology_root", "mccdb.resctrl_path", "mccdb.schedule")
+
+    def settings():
+        with pg.connect(db) as c:
+            return [c.execute(f"show {k}").fetchone()[0] for k in names]
+    before = settings()
+    res, costs = mechanism_costs.main(["--no-guard", "--db", db, "--outdir", str(tmp_path), "--quiet",
+                                       "--reps", "1", "--rounds", "20"])
+    md = res.write().read_text()
+    assert [c[0].split(" ")[0] for c in costs] == ["admission", "placement,", "placement,", "resctrl:", "the", "the"]
+    assert all(c[2].n == 1 for c in costs), costs
+    assert "repetition 1, placement: PASS: domains 0;1" in md
+    assert "repetition 1, resctrl: PASS: resctrl: weak plans in" in md
+    assert settings() == before, "the server's settings given back"
+
+
 def test_ssb_check_says_when_the_part_rows_differ(db):
     from mccdb_bench import ssb_generate
     from mccdb_bench.harness.cli import conninfo

@@ -185,10 +185,10 @@ def set_schedule(policy, dbname=None, timeout=10.0):
         time.sleep(0.1)
 
 
-def set_preload(on, dbname=None, timeout=60.0):
-    """Restart the project cluster the libpq environment points at with mccdb
-    preloaded (on) or not (a stock server on the same data), keeping its
-    other settings (scripts/pg-cluster.sh preload)."""
+def cluster_command(cmd, *args, dbname=None, timeout=60.0):
+    """scripts/pg-cluster.sh CMD NAME ARGS on the project cluster the libpq
+    environment points at (a restart, a preload change), then wait until it
+    takes connections again."""
     import os
     import pathlib
     import subprocess
@@ -197,9 +197,8 @@ def set_preload(on, dbname=None, timeout=60.0):
     host = os.environ.get("PGHOST", "")
     name = pathlib.Path(host).name
     if not host.startswith("/") or not name:
-        raise RuntimeError("stock runs need a project cluster (eval \"$(scripts/pg-cluster.sh env NAME)\")")
-    subprocess.run([str(CLUSTER_SCRIPT), "preload", name, "on" if on else "off"],
-                   check=True, stdout=subprocess.DEVNULL)
+        raise RuntimeError("this needs a project cluster (eval \"$(scripts/pg-cluster.sh env NAME)\")")
+    subprocess.run([str(CLUSTER_SCRIPT), cmd, name, *args], check=True, stdout=subprocess.DEVNULL)
     deadline = time.time() + timeout
     while True:
         try:
@@ -210,6 +209,24 @@ def set_preload(on, dbname=None, timeout=60.0):
             if time.time() > deadline:
                 raise
             time.sleep(0.2)
+
+
+def set_preload(on, dbname=None, timeout=60.0):
+    """Restart the project cluster with mccdb preloaded (on) or not (a stock
+    server on the same data), keeping its other settings."""
+    cluster_command("preload", "on" if on else "off", dbname=dbname, timeout=timeout)
+
+
+def restart_with(settings, dbname=None, timeout=60.0):
+    """ALTER SYSTEM SET each of settings ({name: value}; None resets it) and
+    restart the project cluster: for settings a reload does not change."""
+    with connect(dbname, base=False) as c:
+        for k, v in settings.items():
+            if v is None:
+                c.execute(f"alter system reset {k}")
+            else:
+                c.execute(f"alter system set {k} = '{v}'")
+    cluster_command("restart", dbname=dbname, timeout=timeout)
 
 
 def reset_schedule(dbname=None):
