@@ -66,6 +66,13 @@ static int	partition_mode = MCCDB_PARTITION_AUTO;
 static char *buffer_pool_colors = NULL;
 static char *resctrl_path = NULL;
 static int	weak_cache_ways = 2;
+/*
+ * Statements cheaper than this run where every backend starts (the buffer
+ * pool's colours, the root resctrl group): moving a backend costs tens of
+ * microseconds (docs/results/mechanism-costs.md), which a statement this
+ * small cannot win back, and its cache use is too small to matter.
+ */
+static double partition_min_cost = 1000.0;
 
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
@@ -282,6 +289,14 @@ mccdb_partition_init(void)
 							2, 1, 64,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
+	DefineCustomRealVariable("mccdb.partition_min_cost",
+							 "Statements with a lower estimated cost run in the default partition.",
+							 "Giving a backend its class's colours or resctrl group costs tens of microseconds, "
+							 "which a cheaper statement cannot win back.",
+							 &partition_min_cost,
+							 1000.0, 0.0, 1e100,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = partition_shmem_startup;
 }
@@ -299,6 +314,8 @@ mccdb_partition_statement_start(MccdbStatement *st)
 	if (backend == PARTITION_NONE)
 		return;
 	restore();
+	if (mccdb_real_cost(st->queryDesc->plannedstmt->planTree) < partition_min_cost)
+		return;
 	loc = mccdb_statement_locality(st);
 	if (backend == PARTITION_COLORS && loc->cls != MCCDB_WEAK)
 	{

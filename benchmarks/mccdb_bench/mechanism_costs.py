@@ -53,8 +53,12 @@ from .harness.probes import scale_of
 
 QUERY = "select s_name from supplier where s_suppkey = 1"
 SLEEPER = "select pg_sleep(0.5) from (select count(*) from supplier) s"
-GATED = ["set mccdb.min_cost = 0"]
-BYPASS = ["set mccdb.min_cost = 1e30"]
+# The query is cheaper than mccdb.partition_min_cost: the sessions that
+# measure a move lower it to 0; "default" keeps it (the move skipped).
+MOVED = ["set mccdb.partition_min_cost = 0"]
+SESSIONS = {"gated": ["set mccdb.min_cost = 0"] + MOVED,
+            "bypass": ["set mccdb.min_cost = 1e30"] + MOVED,
+            "default": ["set mccdb.min_cost = 1e30"]}
 CONFIGS = ("none", "placement", "resctrl")
 CPUS = (0, 1)
 
@@ -104,7 +108,7 @@ def cpus_allowed(pid):
 
 def check_placement(db):
     """A gated query's backend bound to one CPU while it runs, both CPUs after."""
-    with pg.connect(db) as ctl, pg.connect(db, GATED) as c:
+    with pg.connect(db) as ctl, pg.connect(db, SESSIONS["gated"]) as c:
         domains = ctl.execute("select string_agg(cpus, ';' order by domain) from mccdb_llc_domains").fetchone()[0]
         pid = c.info.backend_pid
         before = cpus_allowed(pid)
@@ -128,7 +132,7 @@ def check_placement(db):
 
 def check_resctrl(db, root):
     """A weak statement's backend moved into mccdb_weak and back."""
-    with pg.connect(db) as c:
+    with pg.connect(db, MOVED) as c:
         backend, status = c.execute("select backend, status from mccdb_partition()").fetchone()
         pid = c.info.backend_pid
         c.execute(QUERY).fetchall()
@@ -140,29 +144,29 @@ def check_resctrl(db, root):
 
 
 def medians(db, rounds, cpu):
-    """Median client-side µs of QUERY through the gate and past it, interleaved.
-    This process and both backends start on cpu: with two CPUs, whether a
+    """Median client-side µs of QUERY in each of SESSIONS.
+    This process and the backends start on cpu: with two CPUs, whether a
     round trip crosses CPUs moves it by tens of µs, more than the costs
     measured; placement then moves the gated backend as it would."""
     mine = os.sched_getaffinity(0)
-    with pg.connect(db, GATED) as gated, pg.connect(db, BYPASS) as bypass:
-        for pid in (0, gated.info.backend_pid, bypass.info.backend_pid):
+    conns = {k: pg.connect(db, v) for k, v in SESSIONS.items()}
+    try:
+        for pid in [0] + [c.info.backend_pid for c in conns.values()]:
             os.sched_setaffinity(pid, {cpu})
-        try:
-            t = timed_rounds(gated, bypass, rounds)
-        finally:
-            os.sched_setaffinity(0, mine)
+        t = {k: [] for k in conns}
+        # gated and bypass interleaved; then "default" by itself, since a
+        # neighbour's moves on the same CPU slow it by about 10 µs
+        for group in (("gated", "bypass"), ("default",)):
+            for i in range(rounds + rounds // 10):
+                for k in group:
+                    us = pg.timed(conns[k], QUERY) * 1e6
+                    if i >= rounds // 10:      # the first tenth warms up
+                        t[k].append(us)
+    finally:
+        os.sched_setaffinity(0, mine)
+        for c in conns.values():
+            c.close()
     return {k: statistics.median(v) for k, v in t.items()}
-
-
-def timed_rounds(gated, bypass, rounds):
-    t = {"gated": [], "bypass": []}
-    for _ in range(rounds // 10):
-        pg.timed(gated, QUERY), pg.timed(bypass, QUERY)
-    for _ in range(rounds):
-        t["gated"].append(pg.timed(gated, QUERY) * 1e6)
-        t["bypass"].append(pg.timed(bypass, QUERY) * 1e6)
-    return t
 
 
 def syscall_pair_us(n=20000):
@@ -204,8 +208,12 @@ def main(argv=None):
                         pg.server_info(a.db), scale_of(a.db), a.outdir)
     with pg.connect(a.db) as c:
         locality = c.execute("select locality from mccdb_locality(%s)", (QUERY,)).fetchone()[0]
+        cost = c.execute(f"explain (format json) {QUERY}").fetchone()[0][0]["Plan"]["Total Cost"]
+        threshold = float(c.execute("show mccdb.partition_min_cost").fetchone()[0])
     if locality != "weak":
         raise RuntimeError(f"{QUERY!r} is {locality}, not weak: resctrl would not move it")
+    if cost >= threshold:
+        raise RuntimeError(f"{QUERY!r} costs {cost}, not under mccdb.partition_min_cost ({threshold})")
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="mccdb-costs-", dir=shm))
     topology, resctrl = scratch / "cpu", scratch / "resctrl"
@@ -263,14 +271,21 @@ def main(argv=None):
         (f"placement, the backend moved from CPU {away} to its domain's CPU {home} and back",
          f"through the gate with placement - without, started on CPU {away}", rise("placement", "gated", [away])),
         ("resctrl: the backend into mccdb_weak/tasks and back (mccdb's side)",
-         "past the gate with partition = resctrl - past it with partition off", rise("resctrl", "bypass", CPUS)),
+         "past the gate with partition = resctrl - past it with partition off, mccdb.partition_min_cost = 0",
+         rise("resctrl", "bypass", CPUS)),
+        ("resctrl, the statement below mccdb.partition_min_cost (default 1000): not moved",
+         "the same with mccdb.partition_min_cost at its default", rise("resctrl", "default", CPUS)),
         ("the bare syscall pair, from Python (for scale)", "os.sched_setaffinity(0, {0}) and back",
          stats.summarize(pair)),
         ("the two tasks-file writes, from Python (for scale)",
          f"open, write the pid, close, twice, on {shm or 'the temporary directory'}", stats.summarize(writes)),
     ]
-    res.add(f"`{QUERY}` (an index lookup, weak: no hash table), {a.rounds} runs through the gate and "
-            f"{a.rounds} past it, interleaved, in each server, once with the client and both backends started "
+    res.add(f"`{QUERY}` (an index lookup, weak: no hash table, estimated cost {cost:g}, under "
+            f"mccdb.partition_min_cost {threshold:g}), {a.rounds} runs "
+            "through the gate and past it, interleaved, then past it with mccdb.partition_min_cost at its default "
+            "by itself (beside the others' moves it is about 10 µs slower), in each server (the first two "
+            "sessions set mccdb.partition_min_cost = 0, so that resctrl moves "
+            "the statement), once with the client and the backends started "
             f"on CPU 0 and once on CPU 1 (in an order of their own); client-side time; the made-up CPU and "
             f"resctrl trees on {shm or 'the temporary directory'}. With nothing else running the gate put "
             f"the query in the domain of CPU {home} in every server. {a.reps} repetitions, each a restart per "
@@ -278,8 +293,9 @@ def main(argv=None):
             "differences of medians. `mccdb.schedule = mls` in every server.\n")
     res.table(["cost per query", "how", "µs"], [[what, how, s.fmt(1)] for what, how, s in costs])
     res.add("\nMedians per server and starting CPU (µs):\n")
-    res.table(["repetition", "configuration", "started on CPU", "through the gate", "past the gate"],
-              [[r, cfg, c, f"{m[(r, cfg, c)]['gated']:.1f}", f"{m[(r, cfg, c)]['bypass']:.1f}"]
+    res.table(["repetition", "configuration", "started on CPU", "through the gate", "past the gate",
+               "past the gate, partition_min_cost default"],
+              [[r, cfg, c] + [f"{m[(r, cfg, c)][k]:.1f}" for k in SESSIONS]
                for r in reps for cfg in CONFIGS for c in CPUS])
     res.add("\nWhat each server was checked to do before it was measured:\n")
     res.add("\n".join(f"- repetition {r}, {cfg}: {'PASS' if ok else 'FAIL'}: {what}" for r, cfg, ok, what in checks))

@@ -210,7 +210,7 @@ def test_mechanism_costs_end_to_end(db, tmp_path):
     res, costs = mechanism_costs.main(["--no-guard", "--db", db, "--outdir", str(tmp_path), "--quiet",
                                        "--reps", "1", "--rounds", "20"])
     md = res.write().read_text()
-    assert [c[0].split(" ")[0] for c in costs] == ["admission", "placement,", "placement,", "resctrl:", "the", "the"]
+    assert [c[0].split(" ")[0] for c in costs] == ["admission", "placement,", "placement,", "resctrl:", "resctrl,", "the", "the"]
     assert all(c[2].n == 1 for c in costs), costs
     assert "repetition 1, placement: PASS: domains 0;1" in md
     assert "repetition 1, resctrl: PASS: resctrl: weak plans in" in md

@@ -77,6 +77,28 @@ def test_resctrl_confines_a_weak_plan_and_gives_its_backend_back(resctrl, mode):
     assert (root / "tasks").read_text() == f"{pid}\n"
 
 
+def test_a_statement_below_partition_min_cost_is_not_moved(resctrl):
+    """A move costs tens of microseconds (docs/results/mechanism-costs.md):
+    a cheap weak statement runs where its backend is; with
+    mccdb.partition_min_cost = 0 the same statement is moved."""
+    root, start = resctrl
+    (backend, _), _ = start("resctrl")
+    assert backend == "resctrl"
+    cheap = "select s_name from supplier where s_suppkey = 1"
+    tasks = root / "mccdb_weak" / "tasks"
+    with connect() as c:
+        pid = c.info.backend_pid
+        assert c.execute("select locality from mccdb_locality(%s)", (cheap,)).fetchone()[0] == "weak"
+        plan = c.execute(f"explain (format json) {cheap}").fetchone()[0][0]["Plan"]
+        assert plan["Total Cost"] < float(c.execute("show mccdb.partition_min_cost").fetchone()[0]), plan
+        c.execute(cheap).fetchall()
+        assert not tasks.exists() or tasks.read_text() != f"{pid}\n", "a cheap statement was moved"
+        c.execute("set mccdb.partition_min_cost = 0")
+        c.execute(cheap).fetchall()
+        assert tasks.read_text() == f"{pid}\n", "with the threshold at 0 it is moved"
+        assert (root / "tasks").read_text() == f"{pid}\n", "and back after it"
+
+
 def test_a_strong_plan_stays_in_the_root_group(resctrl):
     root, start = resctrl
     (backend, _), _ = start("resctrl")
@@ -88,8 +110,8 @@ def test_a_strong_plan_stays_in_the_root_group(resctrl):
             c.execute(s)
         sql = query(c, "plq_04")
         assert c.execute("select locality from mccdb_locality(%s)", (sql,)).fetchone()[0] != "weak"
-    # a session that runs only the hash join (a scan such as the lookups
-    # above is weak, and is moved)
+    # a session that runs only the hash join (a weak statement above
+    # mccdb.partition_min_cost would be moved)
     with connect() as c:
         for s in hash_join:
             c.execute(s)
