@@ -1084,10 +1084,11 @@ admit_locked(MccdbStatement *st, AdmissionEntry *e, TimestampTz enqueued,
 	bool		starved = TimestampDifferenceExceeds(enqueued, now, max_wait_ms);
 
 	account_running(now);
+	/* placed beside the running queries, before it is one of them */
+	e->domain = place_locked(e, true);
 	e->state = ENTRY_RUNNING;
 	e->since = now;
 	e->admit_seq = adm->next_admit_seq++;
-	e->domain = place_locked(e, true);
 	e->slots = Min(e->slots, domain_slots(e->domain));
 	charge_slots(e, 1);
 	adm->admitted_total++;

@@ -96,6 +96,29 @@ def test_two_queries_run_in_different_domains_bound_to_their_cpus(two_domains):
         wait_until(ctl, "select sum(used_slots)::int from mccdb_llc_domains", 0)
 
 
+def test_a_query_is_placed_beside_the_others_not_beside_itself(two_domains):
+    """With nothing else running both domains are equally good and the
+    first is taken, every time: the query being admitted must not count
+    as running in the domain its backend's last query had (it did once,
+    and with a matrix in which a class hurts itself each query fled its
+    own shadow to the other domain)."""
+    with connect() as ctl:
+        ctl.execute("select mccdb_replace_interference('{strong,weak}', '{strong,weak}', '{3.0,3.0}')")
+    try:
+        with connect() as ctl, gated_session() as a:
+            domains = []
+            for _ in range(3):
+                result = {}
+                t = start_query(a, SLEEPER.format(s=0.5), result)
+                domains.append(running_in(ctl, a.info.backend_pid))
+                t.join(30)
+                assert "error" not in result, result
+            assert domains == [0, 0, 0], domains
+    finally:
+        with connect() as ctl:
+            ctl.execute("select mccdb_clear_interference()")
+
+
 @pytest.mark.parametrize("how", ["error", "cancel", "statement_timeout"])
 def test_the_cpus_come_back_after_an_interrupted_run(two_domains, how):
     with connect() as ctl, gated_session() as a:
