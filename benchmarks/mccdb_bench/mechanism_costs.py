@@ -107,27 +107,28 @@ def cpus_allowed(pid):
 
 
 def check_placement(db):
-    """A gated query's backend bound to one CPU while it runs, both CPUs after."""
+    """A gated query's backend bound to one CPU while it runs, both CPUs
+    after: (ok, the CPU it was bound to, what was seen)."""
     with pg.connect(db) as ctl, pg.connect(db, SESSIONS["gated"]) as c:
         domains = ctl.execute("select string_agg(cpus, ';' order by domain) from mccdb_llc_domains").fetchone()[0]
         pid = c.info.backend_pid
         before = cpus_allowed(pid)
-        seen = []
+        running = None
         t = threading.Thread(target=lambda: c.execute(SLEEPER).fetchall())
         t.start()
         for _ in range(100):
             row = ctl.execute("select domain from mccdb_queue where pid = %s and state = 'running'",
                               (pid,)).fetchone()
             if row:
-                seen.append(cpus_allowed(pid))
-                domain = row[0]
+                running = (cpus_allowed(pid), row[0])
                 break
             time.sleep(0.01)
         t.join()
         after = cpus_allowed(pid)
-    ok = domains == "0;1" and len(seen) == 1 and seen[0] in ("0", "1") and after == before
-    return ok, int(seen[0]) if ok else None, (f"domains {domains}; the gated backend's CPUs {before} before, "
-                f"{seen[0] + f' (domain {domain})' if seen else 'never seen running'} while it ran, {after} after")
+    ok = domains == "0;1" and running is not None and running[0] in ("0", "1") and after == before
+    during = f"{running[0]} (domain {running[1]})" if running else "never seen running"
+    return (ok, int(running[0]) if ok else None,
+            f"domains {domains}; the gated backend's CPUs {before} before, {during} while it ran, {after} after")
 
 
 def check_resctrl(db, root):
