@@ -20,6 +20,8 @@ PY=$MCCDB_PY
 passed=0
 failed=0
 failures=()
+# Why each failure failed, repeated at the end where a log's tail shows it.
+reasons=()
 
 # record NAME STATUS: count one test (suite file) and say how it went.
 record() {
@@ -170,6 +172,8 @@ test_kernel() {
 	local rc=$?
 	tail -n 40 "$LOGDIR/kernel.log"
 	record "kernel patch booted under QEMU" $rc
+	[ $rc -eq 0 ] || mapfile -t -O ${#reasons[@]} reasons < <(
+		grep -E '^boot-test: (booting|FAIL|not ok|console|PASS$)' "$LOGDIR/kernel.log" | head -n 40)
 }
 
 # PostgreSQL and mccdb on the patched kernel in a QEMU guest.
@@ -197,6 +201,7 @@ for p in "${parts[@]}"; do
 done
 
 if [ ${#failures[@]} -gt 0 ]; then
+	[ ${#reasons[@]} -eq 0 ] || printf 'why: %s\n' "${reasons[@]}"
 	echo "failed: ${failures[*]}"
 fi
 echo "tests: $passed passed, $failed failed"
