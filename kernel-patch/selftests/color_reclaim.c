@@ -8,7 +8,8 @@
  * asks for (3/4 of colour 0's share of memory).  The process must get
  * every page, each of colour 0, with no SIGBUS and no OOM kill: the
  * allocator reclaims the page cache where colour 0 is (the "reclaimed"
- * counter grows) to make room.  Afterwards the page
+ * counter grows by at least 2/5 of what colour 0 lacked, which
+ * colour-blind reclaim would not give) to make room.  Afterwards the page
  * cache has shrunk by at least what colour 0 lacked, free memory comes
  * back once the cache is dropped, and dmesg has no BUG/WARNING/Oops.
  */
@@ -134,6 +135,10 @@ int main(void)
 	pagecolor_read_counter("reclaimed", &rc1);
 	tap_diag("child status 0x%x; page cache %lld -> %lld MiB; reclaimed %llu -> %llu",
 		 st, cached0 >> 10, cached1 >> 10, rc0, rc1);
+	if (free_c0 < want)
+		tap_diag("cache evicted per page colour 0 lacked: %.1f (colour-blind: %d)",
+			 (double)(cached0 - cached1) * 1024 / pc_page_size / (double)(want - free_c0),
+			 pc_nr_colors);
 
 	tap_ok(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) != EXIT_SIGBUS,
 	       "no SIGBUS while the colour holds reclaimable page cache");
@@ -141,8 +146,17 @@ int main(void)
 	       "all %zu pages allocated, every one of colour 0 (exit %d)", want,
 	       st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 	tap_ok(kills1 == kills0, "no OOM kill (%d -> %d)", kills0, kills1);
-	tap_ok(have_rc && rc1 > rc0, "reclaim aimed at colour 0 freed pages "
-	       "(reclaimed counter %llu -> %llu)", rc0, rc1);
+	/*
+	 * Colour-blind reclaim (kswapd making blocks for refills) evicts
+	 * nr_colors pages of cache for each page of colour 0 it gains; the
+	 * aimed reclaim must fill much of the gap: 56% or more in 21 boots
+	 * of this series, 8-37% at 16 colours while the first refill still
+	 * woke kswapd.
+	 */
+	tap_ok(have_rc && free_c0 < want && rc1 - rc0 >= (want - free_c0) * 2 / 5,
+	       "reclaim aimed at colour 0 freed at least 2/5 of what it lacked "
+	       "(reclaimed counter %llu -> %llu, lacked %zu)", rc0, rc1,
+	       free_c0 < want ? want - free_c0 : 0);
 	tap_ok(free_c0 < want && cached0 - cached1 >=
 	       (long long)(want - free_c0) * (long long)pc_page_size / 1024,
 	       "the page cache shrank by at least what colour 0 lacked (%lld >= %lld kB)",
