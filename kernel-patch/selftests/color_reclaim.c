@@ -91,7 +91,7 @@ int main(void)
 	long long total_kb, cached0, cached1, read_bytes, free0, free1, full;
 	unsigned long long rc0 = 0, rc1 = 0;
 	int trouble, kills0, kills1, st = -1, i, fd, have_rc;
-	size_t per, want, free_c0;
+	size_t per, want, free_c0, lacked;
 	pid_t pid;
 
 	pc_init(7);
@@ -106,6 +106,7 @@ int main(void)
 	cached0 = page_cache_kb();
 	full = pc_memfree_pages();
 	free_c0 = (size_t)(full / pc_nr_colors);
+	lacked = free_c0 < want ? want - free_c0 : 0;	/* what reclaim must give colour 0 */
 	tap_diag("read %lld MiB of %s: page cache %lld MiB of %lld MiB, %lld pages free "
 		 "(%zu per colour); binding %zu pages to colour 0 (about %zu per colour)",
 		 read_bytes >> 20, RAMDISK, cached0 >> 10, total_kb >> 10, full, free_c0,
@@ -135,9 +136,9 @@ int main(void)
 	pagecolor_read_counter("reclaimed", &rc1);
 	tap_diag("child status 0x%x; page cache %lld -> %lld MiB; reclaimed %llu -> %llu",
 		 st, cached0 >> 10, cached1 >> 10, rc0, rc1);
-	if (free_c0 < want)
+	if (lacked)
 		tap_diag("cache evicted per page colour 0 lacked: %.1f (colour-blind: %d)",
-			 (double)(cached0 - cached1) * 1024 / pc_page_size / (double)(want - free_c0),
+			 (double)(cached0 - cached1) * 1024 / pc_page_size / (double)lacked,
 			 pc_nr_colors);
 
 	tap_ok(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) != EXIT_SIGBUS,
@@ -153,15 +154,12 @@ int main(void)
 	 * of this series, 8-37% at 16 colours while the first refill still
 	 * woke kswapd.
 	 */
-	tap_ok(have_rc && free_c0 < want && rc1 - rc0 >= (want - free_c0) * 2 / 5,
+	tap_ok(have_rc && lacked && rc1 - rc0 >= lacked * 2 / 5,
 	       "reclaim aimed at colour 0 freed at least 2/5 of what it lacked "
-	       "(reclaimed counter %llu -> %llu, lacked %zu)", rc0, rc1,
-	       free_c0 < want ? want - free_c0 : 0);
-	tap_ok(free_c0 < want && cached0 - cached1 >=
-	       (long long)(want - free_c0) * (long long)pc_page_size / 1024,
+	       "(reclaimed counter %llu -> %llu, lacked %zu)", rc0, rc1, lacked);
+	tap_ok(lacked && cached0 - cached1 >= (long long)lacked * (long long)pc_page_size / 1024,
 	       "the page cache shrank by at least what colour 0 lacked (%lld >= %lld kB)",
-	       cached0 - cached1,
-	       ((long long)want - (long long)free_c0) * (long long)pc_page_size / 1024);
+	       cached0 - cached1, (long long)lacked * (long long)pc_page_size / 1024);
 
 	if (fd >= 0)
 		close(fd);
