@@ -24,7 +24,7 @@ typedef enum MccdbSchedule
 /* The paper's two queues: strong/moderate locality, and weak. */
 #define MCCDB_QUEUE_OF(cls) ((cls) == MCCDB_WEAK ? 1 : 0)
 
-/* GUCs (mccdb.schedule, corun_slots, max_wait, min_cost, client_stall), shared memory. */
+/* GUCs (mccdb.schedule, corun_slots, max_wait, schedule_min_cost, client_stall), shared memory. */
 extern void mccdb_admission_init(void);
 extern const char *mccdb_schedule_name(MccdbSchedule policy);
 
@@ -41,6 +41,12 @@ extern void mccdb_admission_statement_end(MccdbStatement *st);
 
 /* In a parallel worker: run in the leader's last-level-cache domain. */
 extern void mccdb_admission_parallel_worker(void);
+
+/*
+ * The gate's slots in each LLC domain (-1 where the gate does not place
+ * queries) and how many are used, for mccdb_llc_domains.
+ */
+extern void mccdb_admission_domain_use(int *slots, int *used, int ndomains);
 
 /* Live counts of waiting + running queries per queue, for MLS plan choice. */
 extern void mccdb_admission_queue_counts(int *strong_moderate, int *weak);

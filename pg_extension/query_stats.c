@@ -4,11 +4,12 @@
  *		mccdb_query_stats' counters: a custom kind of the server's
  *		cumulative statistics on PostgreSQL 18, the caller's memory before.
  *
- * The kind is variable-numbered: one entry per (queryid, plan class),
+ * The kind is variable-numbered: one entry per (user, database, queryid,
+ * plan class),
  * created at a query's first admission and dropped when the gate forgets
  * the query (its known queries are bounded, as pg_stat_statements' are),
  * so the view lists the queries the gate knows, with their counters.  An
- * entry's key is a hash of (queryid, class); the entry repeats them, so a
+ * entry's key is a hash of them; the entry repeats them, so a
  * collision is seen and the entry started anew.
  *
  * The gate updates the shared entries directly (as VACUUM reports its
@@ -19,8 +20,14 @@
  */
 #include "postgres.h"
 
+#include "admission_internal.h"
+#include "catalog/pg_authid.h"
 #include "compat.h"
+#include "funcapi.h"
+#include "miscadmin.h"
 #include "query_stats.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 
 static void
@@ -53,8 +60,7 @@ merge(MccdbQueryCounters *into, const MccdbQueryCounters *delta)
 
 typedef struct MccdbQueryStatsEntry
 {
-	uint64		queryid;		/* 0: a new or reset entry */
-	int32		cls;
+	MccdbQueryKey key;			/* queryid 0: a new or reset entry */
 	MccdbQueryCounters counters;
 } MccdbQueryStatsEntry;
 
@@ -91,8 +97,7 @@ static bool registered = false;
 
 typedef struct NotedCount
 {
-	uint64		queryid;
-	int			cls;
+	MccdbQueryKey key;
 	bool		drop;
 	MccdbQueryCounters delta;
 } NotedCount;
@@ -102,9 +107,18 @@ static int	nnoted = 0;
 static bool drop_all_noted = false;
 
 static uint64
-entry_objid(uint64 queryid, int cls)
+entry_objid(const MccdbQueryKey *key)
 {
-	return hash_combine64(queryid, (uint64) cls);
+	uint64		who = ((uint64) key->userid << 32) | key->dbid;
+
+	return hash_combine64(hash_combine64(key->queryid, who), (uint64) key->cls);
+}
+
+static bool
+same_key(const MccdbQueryKey *a, const MccdbQueryKey *b)
+{
+	return a->queryid == b->queryid && a->dbid == b->dbid &&
+		a->userid == b->userid && a->cls == b->cls;
 }
 
 static void
@@ -142,28 +156,27 @@ mccdb_query_stats_init(void)
 }
 
 static NotedCount *
-note(uint64 queryid, int cls, bool drop)
+note(const MccdbQueryKey *key, bool drop)
 {
 	NotedCount *n;
 
 	if (nnoted > 0 && !drop)
 	{
 		n = &noted[nnoted - 1];
-		if (n->queryid == queryid && n->cls == cls && !n->drop)
+		if (same_key(&n->key, key) && !n->drop)
 			return n;
 	}
 	if (nnoted == MAX_NOTED)
 		return NULL;
 	n = &noted[nnoted++];
 	memset(n, 0, sizeof(*n));
-	n->queryid = queryid;
-	n->cls = cls;
+	n->key = *key;
 	n->drop = drop;
 	return n;
 }
 
 void
-mccdb_query_stats_add(MccdbQueryCounters *own, uint64 queryid, int cls,
+mccdb_query_stats_add(MccdbQueryCounters *own, const MccdbQueryKey *key,
 					  const MccdbQueryCounters *delta)
 {
 	NotedCount *n;
@@ -173,15 +186,15 @@ mccdb_query_stats_add(MccdbQueryCounters *own, uint64 queryid, int cls,
 		merge(own, delta);
 		return;
 	}
-	if ((n = note(queryid, cls, false)) != NULL)
+	if ((n = note(key, false)) != NULL)
 		merge(&n->delta, delta);
 }
 
 void
-mccdb_query_stats_forget(uint64 queryid, int cls)
+mccdb_query_stats_forget(const MccdbQueryKey *key)
 {
 	if (registered)
-		(void) note(queryid, cls, true);
+		(void) note(key, true);
 }
 
 void
@@ -204,7 +217,7 @@ static void
 report_one(const NotedCount *n, TimestampTz now)
 {
 	PgStat_Kind kind = (PgStat_Kind) stats_kind;
-	uint64		objid = entry_objid(n->queryid, n->cls);
+	uint64		objid = entry_objid(&n->key);
 	PgStat_EntryRef *ref;
 	MccdbQueryStatsEntry *e;
 
@@ -217,14 +230,13 @@ report_one(const NotedCount *n, TimestampTz now)
 	}
 	ref = pgstat_get_entry_ref_locked(kind, InvalidOid, objid, false);
 	e = &((PgStatShared_MccdbQuery *) ref->shared_stats)->stats;
-	if (e->queryid != n->queryid || e->cls != n->cls)
+	if (!same_key(&e->key, &n->key))
 	{
 		/* new, reset (its time kept) or, vanishingly rarely, another key's */
-		TimestampTz since = e->queryid == 0 && e->counters.since != 0 ? e->counters.since : now;
+		TimestampTz since = e->key.queryid == 0 && e->counters.since != 0 ? e->counters.since : now;
 
 		memset(e, 0, sizeof(*e));
-		e->queryid = n->queryid;
-		e->cls = n->cls;
+		e->key = n->key;
 		e->counters.since = since;
 	}
 	merge(&e->counters, &n->delta);
@@ -254,7 +266,7 @@ mccdb_query_stats_report(void)
 }
 
 void
-mccdb_query_stats_get(const MccdbQueryCounters *own, uint64 queryid, int cls,
+mccdb_query_stats_get(const MccdbQueryCounters *own, const MccdbQueryKey *key,
 					  MccdbQueryCounters *out)
 {
 	MccdbQueryStatsEntry *e;
@@ -264,9 +276,9 @@ mccdb_query_stats_get(const MccdbQueryCounters *own, uint64 queryid, int cls,
 		*out = *own;
 		return;
 	}
-	e = pgstat_fetch_entry((PgStat_Kind) stats_kind, InvalidOid, entry_objid(queryid, cls));
+	e = pgstat_fetch_entry((PgStat_Kind) stats_kind, InvalidOid, entry_objid(key));
 	memset(out, 0, sizeof(*out));
-	if (e != NULL && (e->queryid == 0 || (e->queryid == queryid && e->cls == cls)))
+	if (e != NULL && (e->key.queryid == 0 || same_key(&e->key, key)))
 		*out = e->counters;
 	if (out->since == 0)
 		out->since = own->since;	/* not admitted since it became known */
@@ -289,14 +301,14 @@ mccdb_query_stats_init(void)
 }
 
 void
-mccdb_query_stats_add(MccdbQueryCounters *own, uint64 queryid, int cls,
+mccdb_query_stats_add(MccdbQueryCounters *own, const MccdbQueryKey *key,
 					  const MccdbQueryCounters *delta)
 {
 	merge(own, delta);
 }
 
 void
-mccdb_query_stats_forget(uint64 queryid, int cls)
+mccdb_query_stats_forget(const MccdbQueryKey *key)
 {
 }
 
@@ -311,7 +323,7 @@ mccdb_query_stats_report(void)
 }
 
 void
-mccdb_query_stats_get(const MccdbQueryCounters *own, uint64 queryid, int cls,
+mccdb_query_stats_get(const MccdbQueryCounters *own, const MccdbQueryKey *key,
 					  MccdbQueryCounters *out)
 {
 	*out = *own;
@@ -323,3 +335,85 @@ mccdb_query_stats_reset_shared(void)
 }
 
 #endif							/* MCCDB_HAVE_CUSTOM_PGSTAT */
+
+PG_FUNCTION_INFO_V1(mccdb_query_stats);
+PG_FUNCTION_INFO_V1(mccdb_query_stats_reset);
+
+/*
+ * Per query and plan class: what the gate did with it, and what it
+ * measured.  As pg_stat_statements: every role sees every row, and another
+ * role's queryid only with pg_read_all_stats.
+ */
+Datum
+mccdb_query_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		all_visible = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+	KnownQuery *copy;
+	int			n = 0,
+				i;
+
+	mccdb_admission_require_shmem();
+	mccdb_query_stats_report();		/* this session's own counts too */
+	InitMaterializedSRF(fcinfo, 0);
+	/* 1.2 had the first 13 columns */
+	mccdb_require_columns(rsinfo, 13, 15);
+	copy = palloc(sizeof(KnownQuery) * KNOWN_QUERIES);
+	LWLockAcquire(mccdb_adm->lock, LW_SHARED);
+	for (i = 0; i < KNOWN_QUERIES; i++)
+		if (mccdb_adm->known[i].key.queryid != 0)
+			copy[n++] = mccdb_adm->known[i];
+	LWLockRelease(mccdb_adm->lock);
+	for (i = 0; i < n; i++)
+	{
+		KnownQuery *k = &copy[i];
+		MccdbQueryCounters c;
+		Datum		values[15];
+		bool		nulls[15] = {0};
+
+		mccdb_query_stats_get(&k->stats, &k->key, &c);
+		values[0] = Int64GetDatum((int64) k->key.queryid);
+		nulls[0] = !all_visible && !has_privs_of_role(GetUserId(), k->key.userid);
+		values[1] = CStringGetTextDatum(mccdb_locality_class_name(k->key.cls));
+		values[2] = Int64GetDatum(c.admissions);
+		values[3] = Int64GetDatum(c.bypasses);
+		values[4] = Float8GetDatum(c.total_wait_ms);
+		values[5] = Float8GetDatum(c.max_wait_ms);
+		values[6] = Float8GetDatum(c.admissions ? c.total_wait_ms / c.admissions : 0);
+		values[7] = Int64GetDatum(c.starved);
+		values[8] = Int64GetDatum(c.lock_admitted);
+		values[9] = Int64GetDatum(c.coruns);
+		values[10] = Float8GetDatum(c.coruns ? c.slowdown_sum / c.coruns : 0);
+		nulls[10] = c.coruns == 0;
+		values[11] = Float8GetDatum(model_cell_value(&k->seconds, 0));
+		nulls[11] = k->seconds.weight == 0;
+		values[12] = TimestampTzGetDatum(c.since);
+		values[13] = ObjectIdGetDatum(k->key.userid);
+		values[14] = ObjectIdGetDatum(k->key.dbid);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/* Reset the statistics, keeping what was learned of run times. */
+Datum
+mccdb_query_stats_reset(PG_FUNCTION_ARGS)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int			i;
+
+	mccdb_admission_require_shmem();
+	/* this session's counts first, so that none lands after the reset */
+	mccdb_query_stats_report();
+	mccdb_query_stats_reset_shared();
+	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
+	for (i = 0; i < KNOWN_QUERIES; i++)
+	{
+		KnownQuery *k = &mccdb_adm->known[i];
+
+		memset(&k->stats, 0, sizeof(k->stats));
+		k->stats.since = now;
+	}
+	LWLockRelease(mccdb_adm->lock);
+	PG_RETURN_VOID();
+}

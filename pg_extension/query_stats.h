@@ -23,6 +23,15 @@
 
 #include "datatype/timestamp.h"
 
+/* What the statistics and the run times are kept by, as pg_stat_statements does. */
+typedef struct MccdbQueryKey
+{
+	Oid			userid;
+	Oid			dbid;
+	uint64		queryid;
+	int			cls;			/* the plan's locality class */
+} MccdbQueryKey;
+
 typedef struct MccdbQueryCounters
 {
 	int64		admissions;
@@ -40,20 +49,20 @@ typedef struct MccdbQueryCounters
 extern void mccdb_query_stats_init(void);
 
 /*
- * Where the counters of (queryid, cls) are added: the server's statistics,
+ * Where the counters of a key are added: the server's statistics,
  * or *own (caller's lock held for both).  add() merges delta, max_wait_ms
  * as a maximum; forget() drops the entry of a query no longer known.
  */
-extern void mccdb_query_stats_add(MccdbQueryCounters *own, uint64 queryid, int cls,
+extern void mccdb_query_stats_add(MccdbQueryCounters *own, const MccdbQueryKey *key,
 								  const MccdbQueryCounters *delta);
-extern void mccdb_query_stats_forget(uint64 queryid, int cls);
+extern void mccdb_query_stats_forget(const MccdbQueryKey *key);
 extern void mccdb_query_stats_forget_all(void);
 
 /* No lock held: hand what add() and forget() noted to the server. */
 extern void mccdb_query_stats_report(void);
 
-/* The counters of (queryid, cls) now: the server's, or a copy of *own. */
-extern void mccdb_query_stats_get(const MccdbQueryCounters *own, uint64 queryid, int cls,
+/* The counters of a key now: the server's, or a copy of *own. */
+extern void mccdb_query_stats_get(const MccdbQueryCounters *own, const MccdbQueryKey *key,
 								  MccdbQueryCounters *out);
 
 /* Reset the server's statistics, where it keeps them (no lock held). */

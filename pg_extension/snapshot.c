@@ -9,8 +9,16 @@
 
 #include <unistd.h>
 
+#include "port/pg_crc32c.h"
+
 #include "snapshot.h"
 #include "storage/fd.h"
+
+/*
+ * The CRC-32C of what was put or got since create or open.  Start-up and
+ * shutdown handle one file at a time, so one running value is enough.
+ */
+static pg_crc32c running_crc;
 
 FILE *
 mccdb_snapshot_create(const char *path, const MccdbSnapshotHeader *h)
@@ -27,6 +35,7 @@ mccdb_snapshot_create(const char *path, const MccdbSnapshotHeader *h)
 				 errmsg("mccdb: could not write file \"%s\": %m", tmp)));
 		return NULL;
 	}
+	INIT_CRC32C(running_crc);
 	if (!mccdb_snapshot_put(f, h, sizeof(*h)))
 	{
 		mccdb_snapshot_finish(f, path, false);
@@ -38,6 +47,7 @@ mccdb_snapshot_create(const char *path, const MccdbSnapshotHeader *h)
 bool
 mccdb_snapshot_put(FILE *f, const void *data, size_t size)
 {
+	COMP_CRC32C(running_crc, data, size);
 	return fwrite(data, size, 1, f) == 1;
 }
 
@@ -47,6 +57,13 @@ mccdb_snapshot_finish(FILE *f, const char *path, bool ok)
 	char		tmp[MAXPGPATH];
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (ok)
+	{
+		pg_crc32c	crc = running_crc;
+
+		FIN_CRC32C(crc);
+		ok = fwrite(&crc, sizeof(crc), 1, f) == 1;
+	}
 	if (FreeFile(f) != 0)
 		ok = false;
 	if (ok)
@@ -74,6 +91,7 @@ mccdb_snapshot_open(const char *path, MccdbSnapshotHeader *h)
 					 errmsg("mccdb: could not read file \"%s\": %m", path)));
 		return NULL;
 	}
+	INIT_CRC32C(running_crc);
 	if (!mccdb_snapshot_get(f, &got, sizeof(got)) ||
 		got.magic != h->magic || got.entry_size != h->entry_size)
 	{
@@ -87,12 +105,26 @@ mccdb_snapshot_open(const char *path, MccdbSnapshotHeader *h)
 bool
 mccdb_snapshot_get(FILE *f, void *data, size_t size)
 {
-	return fread(data, size, 1, f) == 1;
+	if (fread(data, size, 1, f) != 1)
+		return false;
+	COMP_CRC32C(running_crc, data, size);
+	return true;
 }
 
-void
+bool
 mccdb_snapshot_done(FILE *f, const char *path, bool ok)
 {
+	pg_crc32c	stored;
+	char		extra;
+
+	/* the checksum closes the file: nothing may follow it */
+	if (ok)
+	{
+		FIN_CRC32C(running_crc);
+		ok = fread(&stored, sizeof(stored), 1, f) == 1 &&
+			EQ_CRC32C(stored, running_crc) &&
+			fread(&extra, 1, 1, f) == 0;
+	}
 	FreeFile(f);
 	/* read once: a crash later must not bring back older state */
 	unlink(path);
@@ -100,4 +132,5 @@ mccdb_snapshot_done(FILE *f, const char *path, bool ok)
 		ereport(LOG,
 				(errmsg("mccdb: ignoring invalid file \"%s\"", path),
 				 errdetail("It was written by another version of mccdb, or is damaged; what it held is learned again.")));
+	return ok;
 }

@@ -82,7 +82,7 @@ SET LOCAL mccdb.plan_policy = 'off';
 -- GUCs: clear errors for bad values, server-wide ones not settable per session
 SELECT throws_ok($$SET mccdb.plan_policy = 'greedy'$$, '22023', NULL, 'plan_policy takes off, sls or mls');
 SELECT throws_ok($$SET mccdb.cost_slack = -0.1$$, '22023', NULL, 'cost_slack cannot be negative');
-SELECT throws_ok($$SET mccdb.min_cost = -1$$, '22023', NULL, 'min_cost cannot be negative');
+SELECT throws_ok($$SET mccdb.schedule_min_cost = -1$$, '22023', NULL, 'schedule_min_cost cannot be negative');
 SELECT throws_ok($$SET mccdb.schedule = 'mls'$$, '55P02', NULL, 'schedule is server-wide (postgresql.conf, reload)');
 SELECT throws_ok($$SET mccdb.corun_slots = 4$$, '55P02', NULL, 'corun_slots is server-wide');
 SELECT throws_ok($$SET mccdb.partition = 'off'$$, '55P02', NULL, 'partition needs a restart');

@@ -1,0 +1,152 @@
+/*-------------------------------------------------------------------------
+ *
+ * admission_internal.h
+ *		The admission gate's shared memory, shared by the files that make up
+ *		the gate and nothing else:
+ *
+ *	admission.c		settings, shared memory, the scheduler's views
+ *	gate.c			enqueue, wait, admit, lend, release (the hot path)
+ *	policy.c		which waiter goes next, and in which LLC domain
+ *	learned.c		what is learned and kept: run times, the interference
+ *					matrix, its file
+ *
+ * Every field of AdmissionShared is read and written under its lock.
+ * Times that are compared between backends are monotonic microseconds
+ * (mccdb_monotonic_us()), so a step of the wall clock (NTP, a restored VM)
+ * neither stalls nor rushes the gate; wall-clock timestamps are kept only
+ * where a view shows them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MCCDB_ADMISSION_INTERNAL_H
+#define MCCDB_ADMISSION_INTERNAL_H
+
+#include "admission.h"
+#include "nodes/execnodes.h"
+#include "model.h"
+#include "query_stats.h"
+#include "storage/condition_variable.h"
+#include "storage/lwlock.h"
+#include "topology.h"
+#include "utils/timestamp.h"
+
+/* Queries whose run times are remembered, as pgss keeps entries. */
+#define KNOWN_QUERIES 512
+
+typedef enum EntryState
+{
+	ENTRY_FREE,
+	ENTRY_WAITING,
+	ENTRY_RUNNING,				/* admitted, its slots counted */
+	ENTRY_LENT					/* admitted, its slots lent to waiters */
+} EntryState;
+
+/* One backend's statement in the gate, at the backend's own slot. */
+typedef struct AdmissionEntry
+{
+	int			pid;
+	int			procno;			/* its PGPROC, to read its wait event */
+	Oid			userid;			/* who runs it: what others may see of it */
+	Oid			dbid;
+	EntryState	state;
+	int			slots;
+	int			cls;			/* MccdbLocalityClass */
+	double		bytes;
+	int64		seq;			/* arrival order */
+	int64		admit_seq;
+	int64		since_us;		/* enqueued, then admitted (monotonic) */
+	TimestampTz since;			/* the same, as mccdb_queue shows it */
+	int64		stalled_since_us;	/* first seen blocked writing to its client */
+	uint64		queryid;
+	double		cost;			/* the plan's cost, without disable_cost */
+	double		predicted;		/* seconds alone, predicted at arrival */
+	int			domain;			/* the LLC domain it runs in, once admitted */
+	double		run_ms;			/* time spent running (not lent) */
+	double		overlap_ms[MODEL_CLASSES];	/* time a query of each class ran beside it */
+} AdmissionEntry;
+
+/*
+ * What was learned of one query: its run time alone.  Keyed as
+ * pg_stat_statements keys its entries (user, database, queryid), and by the
+ * plan's locality class, since plans of one query text (a hash join, an
+ * index join) can run for very different times.
+ */
+typedef struct KnownQuery
+{
+	MccdbQueryKey key;			/* queryid 0 = free */
+	ModelCell	seconds;		/* log of its alone run time */
+	int64		last_used_us;
+	/* mccdb_query_stats' counters, where the server keeps none (query_stats.h) */
+	MccdbQueryCounters stats;
+} KnownQuery;
+
+typedef struct AdmissionShared
+{
+	LWLock	   *lock;
+	ConditionVariable cv;
+	int			held_by;		/* pid of mccdb_hold_admission(true), 0 = not held */
+	Oid			held_by_role;	/* the role that took it */
+	int			used_slots;
+	int			domain_used[MCCDB_MAX_LLC_DOMAINS];	/* of used_slots, per domain */
+	int64		next_seq;
+	int64		next_admit_seq;
+	int64		admitted_total;
+	int64		starved_total;	/* admitted because of mccdb.max_wait */
+	int64		lock_admitted_total;	/* admitted because others wait for its locks */
+	int64		lent_total;		/* slots lent by stalled clients */
+	bool		have_matrix;
+	/* [target class][co-runner class] slowdown */
+	double		interference[MODEL_CLASSES][MODEL_CLASSES];
+	/* learned online from every gated query that finishes (model.c) */
+	int64		last_change_us; /* of the running set, for overlap accounting */
+	ModelCell	learned[MODEL_CLASSES][MODEL_CLASSES];
+	ModelCell	seconds_per_cost;
+	KnownQuery	known[KNOWN_QUERIES];
+	int			nentries;
+	AdmissionEntry entries[FLEXIBLE_ARRAY_MEMBER];
+} AdmissionShared;
+
+extern AdmissionShared *mccdb_adm;
+
+/* Settings (admission.c). */
+extern int	mccdb_schedule;
+extern int	mccdb_corun_slots;
+extern int	mccdb_max_wait_ms;
+extern double mccdb_schedule_min_cost;
+/* mccdb.schedule_min_cost, or the deprecated mccdb.min_cost where set */
+extern double mccdb_schedule_min_cost_value(void);
+extern int	mccdb_client_stall_ms;
+extern int	mccdb_log_min_wait_ms;
+extern bool mccdb_placement;
+
+/* A clock all backends share that never steps: microseconds. */
+extern int64 mccdb_monotonic_us(void);
+
+/* admission.c: the SQL functions' checks. */
+extern void mccdb_admission_require_shmem(void);
+extern void mccdb_require_columns(ReturnSetInfo *rsinfo, int min, int max);
+
+/* gate.c */
+extern void mccdb_gate_account_running(int64 now_us);
+extern void mccdb_gate_exit_callback(void);
+
+/* policy.c; the caller holds the lock. */
+extern int	mccdb_gate_domains(void);
+extern int	mccdb_domain_slots(int d);
+extern int	mccdb_total_slots(void);
+extern int	mccdb_max_query_slots(void);
+extern int	mccdb_place_locked(AdmissionEntry *e, bool must);
+extern AdmissionEntry *mccdb_pick_next(int64 now_us);
+/* Before the lock is first taken to pick: the policy's scratch space. */
+extern void mccdb_policy_prepare(void);
+
+/* learned.c */
+extern bool mccdb_read_matrix_file(double matrix[MODEL_CLASSES][MODEL_CLASSES]);
+extern void mccdb_learned_startup(void);
+extern void mccdb_forget_learned(void);
+extern void mccdb_remove_matrix_temp_files(void);
+extern KnownQuery *mccdb_known_query(const MccdbQueryKey *key, bool create, int64 now_us);
+extern double mccdb_predict_seconds(const MccdbQueryKey *key, double cost, int64 now_us);
+extern void mccdb_learn_from(AdmissionEntry *e, int64 now_us);
+
+#endif							/* MCCDB_ADMISSION_INTERNAL_H */

@@ -1,0 +1,291 @@
+/*-------------------------------------------------------------------------
+ *
+ * policy.c
+ *		Which waiting query the gate admits next, and in which last-level-
+ *		cache domain (MCC-DB sections 5.2 and 6.3; placement beyond it).
+ *
+ * Policies (mccdb.mccdb_schedule):
+ *	sls		co-run queries of the same queue; strong/moderate first, smallest
+ *			hash tables first;
+ *	mls		co-run one query of each queue (as SLS when one queue is empty);
+ *	adaptive	admit the waiter that minimises the predicted slowdown of the
+ *			running set, from an interference matrix measured on the host;
+ *	predictive	never leave a slot idle while a query waits; among the
+ *			waiters predicted compatible with the running set, the longest
+ *			first; run times and interference learned online (model.c);
+ *	off		admit everything (stock behaviour).
+ *
+ * Every function here reads the shared state under the gate's lock, which
+ * the caller holds, and changes nothing: the choice is deterministic in that
+ * state, so every waiter that evaluates it agrees on one name.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "admission_internal.h"
+#include "cache_geometry.h"
+#include "utils/memutils.h"
+
+/* Predictive: a waiter adding at most this much work is compatible. */
+#define COMPATIBLE_LIMIT 0.10
+
+/* The LLC domains the gate places queries in: 1 without placement. */
+int
+mccdb_gate_domains(void)
+{
+	return mccdb_placement ? mccdb_topology()->ndomains : 1;
+}
+
+/*
+ * Slots of domain d: mccdb.corun_slots, or its CPUs.  With one domain, as
+ * before there were domains: mccdb.corun_slots or the CPUs sharing cpu0's
+ * LLC.
+ */
+int
+mccdb_domain_slots(int d)
+{
+	int			cpus;
+
+	if (mccdb_corun_slots > 0)
+		return mccdb_corun_slots;
+	cpus = mccdb_gate_domains() == 1 ? mccdb_cache_geometry()->shared_cpus :
+		mccdb_topology()->domains[d].ncpus;
+	return Max(cpus, 1);
+}
+
+/* Slots in use at once, in all domains. */
+int
+mccdb_total_slots(void)
+{
+	int			n = 0;
+
+	for (int d = 0; d < mccdb_gate_domains(); d++)
+		n += mccdb_domain_slots(d);
+	return n;
+}
+
+/* The most slots one query can take: those of the largest domain. */
+int
+mccdb_max_query_slots(void)
+{
+	int			n = 0;
+
+	for (int d = 0; d < mccdb_gate_domains(); d++)
+		n = Max(n, mccdb_domain_slots(d));
+	return n;
+}
+
+/*
+ * The domain e would run in now (model_place), or -1 when none has room
+ * for it; with must, the one with the most free slots then.  Caller holds
+ * the lock.
+ */
+int
+mccdb_place_locked(AdmissionEntry *e, bool must)
+{
+	ModelDomain domains[MCCDB_MAX_LLC_DOMAINS];
+	double		m[MODEL_CLASSES][MODEL_CLASSES];
+	int			nd = mccdb_gate_domains(),
+				d;
+
+	for (d = 0; d < nd; d++)
+	{
+		domains[d].free_slots = mccdb_domain_slots(d) - mccdb_adm->domain_used[d];
+		memset(domains[d].running, 0, sizeof(domains[d].running));
+	}
+	for (int i = 0; i < mccdb_adm->nentries; i++)
+		if (mccdb_adm->entries[i].state == ENTRY_RUNNING)
+			domains[mccdb_adm->entries[i].domain].running[mccdb_adm->entries[i].cls]++;
+	model_matrix((const ModelCell (*)[MODEL_CLASSES]) mccdb_adm->learned, m);
+	d = model_place(domains, nd, e->cls, Min(e->slots, mccdb_max_query_slots()),
+					(const double (*)[MODEL_CLASSES]) m);
+	if (d < 0 && must)
+	{
+		d = 0;
+		for (int i = 1; i < nd; i++)
+			if (domains[i].free_slots > domains[d].free_slots)
+				d = i;
+	}
+	return d;
+}
+
+/* Predicted slowdown (sum of factors - 1) of a candidate joining the running set. */
+static double
+predicted_slowdown(int cls)
+{
+	double		s = 0;
+	int			i;
+
+	for (i = 0; i < mccdb_adm->nentries; i++)
+	{
+		AdmissionEntry *r = &mccdb_adm->entries[i];
+
+		if (r->state != ENTRY_RUNNING)
+			continue;
+		s += mccdb_adm->interference[r->cls][cls] - 1.0;
+		s += mccdb_adm->interference[cls][r->cls] - 1.0;
+	}
+	return s;
+}
+
+/*
+ * Is a better than b as the next query of the given queue?  The
+ * strong/moderate queue takes the smallest hash tables first (SLS), the
+ * weak queue goes in arrival order.
+ */
+static bool
+better_in_queue(AdmissionEntry *a, AdmissionEntry *b)
+{
+	if (b == NULL)
+		return true;
+	if (MCCDB_QUEUE_OF(a->cls) == 0 && a->bytes != b->bytes)
+		return a->bytes < b->bytes;
+	return a->seq < b->seq;
+}
+
+/*
+ * The predictive policy's view of the queue, one element per backend so
+ * that no waiter or running query is ever left out.  Allocated once per
+ * backend before the lock is taken: nothing is allocated under it.
+ */
+static ModelQuery *scratch_waiting = NULL;
+static ModelQuery *scratch_running = NULL;
+static AdmissionEntry **scratch_waiters = NULL;
+
+void
+mccdb_policy_prepare(void)
+{
+	if (scratch_waiting != NULL)
+		return;
+	scratch_waiting = MemoryContextAlloc(TopMemoryContext,
+										 sizeof(ModelQuery) * mccdb_adm->nentries);
+	scratch_running = MemoryContextAlloc(TopMemoryContext,
+										 sizeof(ModelQuery) * mccdb_adm->nentries);
+	scratch_waiters = MemoryContextAlloc(TopMemoryContext,
+										 sizeof(AdmissionEntry *) * mccdb_adm->nentries);
+}
+
+/* The predictive policy's choice (model_pick); caller holds the lock. */
+static AdmissionEntry *
+pick_predictive(int slots, int64 now_us)
+{
+	double		m[MODEL_CLASSES][MODEL_CLASSES];
+	double		since_change_ms = (double) (now_us - mccdb_adm->last_change_us) / 1000.0;
+	int			nw = 0,
+				nr = 0,
+				i,
+				pick;
+
+	Assert(scratch_waiting != NULL);
+	for (i = 0; i < mccdb_adm->nentries; i++)
+	{
+		AdmissionEntry *e = &mccdb_adm->entries[i];
+
+		if (e->state == ENTRY_WAITING)
+		{
+			scratch_waiters[nw] = e;
+			scratch_waiting[nw++] = (ModelQuery) {e->cls, e->predicted, (long) e->seq,
+			Min(e->slots, mccdb_max_query_slots())};
+		}
+		else if (e->state == ENTRY_RUNNING)
+		{
+			double		elapsed = (e->run_ms + since_change_ms) / 1000.0;
+
+			scratch_running[nr++] = (ModelQuery) {e->cls,
+				Max(e->predicted - elapsed, 0.05 * e->predicted), (long) e->seq, e->slots};
+		}
+	}
+	model_matrix((const ModelCell (*)[MODEL_CLASSES]) mccdb_adm->learned, m);
+	pick = model_pick(scratch_waiting, nw, scratch_running, nr,
+					  (const double (*)[MODEL_CLASSES]) m,
+					  slots - mccdb_adm->used_slots, COMPATIBLE_LIMIT);
+	return pick < 0 ? NULL : scratch_waiters[pick];
+}
+
+/*
+ * The waiting entry to admit now, or NULL.  Deterministic in the shared
+ * state, so every waiter agrees; caller holds the lock.
+ */
+AdmissionEntry *
+mccdb_pick_next(int64 now_us)
+{
+	int			slots = mccdb_total_slots();
+	int			running[2] = {0, 0};
+	AdmissionEntry *best[2] = {NULL, NULL};
+	AdmissionEntry *starving = NULL;
+	AdmissionEntry *choice = NULL;
+	MccdbSchedule policy = (MccdbSchedule) mccdb_schedule;
+	int			i;
+
+	for (i = 0; i < mccdb_adm->nentries; i++)
+	{
+		AdmissionEntry *e = &mccdb_adm->entries[i];
+		int			q;
+
+		if (e->state == ENTRY_FREE || e->state == ENTRY_LENT)
+			continue;
+		q = MCCDB_QUEUE_OF(e->cls);
+		if (e->state == ENTRY_RUNNING)
+		{
+			running[q]++;
+			continue;
+		}
+		if (better_in_queue(e, best[q]))
+			best[q] = e;
+		if (now_us - e->since_us >= (int64) mccdb_max_wait_ms * 1000 &&
+			(starving == NULL || e->seq < starving->seq))
+			starving = e;
+	}
+
+	if (starving)
+		choice = starving;
+	else if (mccdb_adm->held_by != 0)
+		return NULL;
+	else if (policy == MCCDB_SCHEDULE_PREDICTIVE)
+		choice = pick_predictive(slots, now_us);
+	else if (policy == MCCDB_SCHEDULE_ADAPTIVE && mccdb_adm->have_matrix)
+	{
+		double		best_cost = 0;
+
+		for (i = 0; i < 2; i++)
+		{
+			double		c;
+
+			if (best[i] == NULL)
+				continue;
+			c = predicted_slowdown(best[i]->cls);
+			if (choice == NULL || c < best_cost ||
+				(c == best_cost && best[i]->seq < choice->seq))
+			{
+				choice = best[i];
+				best_cost = c;
+			}
+		}
+	}
+	else if (policy == MCCDB_SCHEDULE_SLS)
+	{
+		if (running[0] + running[1] == 0)
+			choice = best[0] ? best[0] : best[1];
+		else if (running[1] == 0)
+			choice = best[0];	/* strong/moderate running: only them */
+		else if (running[0] == 0)
+			choice = best[1];	/* weak running: only weak */
+		else
+			choice = (best[0] && (!best[1] || best[0]->seq < best[1]->seq)) ? best[0] : best[1];
+	}
+	else
+	{
+		/* MLS, and adaptive without a matrix: balance the two queues */
+		if (running[0] <= running[1])
+			choice = best[0] ? best[0] : best[1];
+		else
+			choice = best[1] ? best[1] : best[0];
+	}
+
+	if (choice == NULL)
+		return NULL;
+	if (mccdb_place_locked(choice, false) < 0)
+		return NULL;
+	return choice;
+}
