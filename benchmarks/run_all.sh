@@ -48,4 +48,5 @@ bench estimate_accuracy --db tpch --runs 2 --name locality-estimation-tpch bench
 bench scheduler_overhead --db ssb
 bench mechanism_costs --db plq --reps 5
 bench planning_overhead --scale "$SF"
+bench oltp_overhead --scale 10 --clients 4 --seconds 20 --reps 3
 bench fig5_table2 --db plq
