@@ -49,6 +49,7 @@ double		mccdb_schedule_min_cost = 1000.0;
 int			mccdb_client_stall_ms = 1000;
 int			mccdb_log_min_wait_ms = -1;
 bool		mccdb_placement = true;
+int			mccdb_short_query_ms = 250;
 static double legacy_min_cost = -1.0;
 
 static const struct config_enum_entry schedule_options[] = {
@@ -57,6 +58,7 @@ static const struct config_enum_entry schedule_options[] = {
 	{"mls", MCCDB_SCHEDULE_MLS, false},
 	{"adaptive", MCCDB_SCHEDULE_ADAPTIVE, false},
 	{"predictive", MCCDB_SCHEDULE_PREDICTIVE, false},
+	{"shortest", MCCDB_SCHEDULE_SHORTEST, false},
 	{NULL, 0, false}
 };
 
@@ -165,7 +167,7 @@ mccdb_admission_init(void)
 {
 	DefineCustomEnumVariable("mccdb.schedule",
 							 "Which queries are co-scheduled (run at the same time).",
-							 "off: all at once; sls: same locality queue; mls: one of each queue; adaptive: least predicted slowdown.",
+							 "off: all at once; sls: same locality queue; mls: one of each queue; adaptive: least predicted slowdown; predictive: compatible longest first; shortest: short queries at once, then highest response ratio.",
 							 &mccdb_schedule,
 							 MCCDB_SCHEDULE_OFF, schedule_options,
 							 PGC_SIGHUP, 0,
@@ -204,6 +206,14 @@ mccdb_admission_init(void)
 							"Between the fetches of a cursor the slots are lent at once.",
 							&mccdb_client_stall_ms,
 							1000, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("mccdb.short_query",
+							"With mccdb.schedule = shortest, a query predicted to run at most this long alone is admitted at once.",
+							"It runs beside the admitted queries, over the slot count: short queries never queue behind long ones.",
+							&mccdb_short_query_ms,
+							250, 0, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 

@@ -18,7 +18,9 @@ typedef enum MccdbSchedule
 	MCCDB_SCHEDULE_SLS,			/* co-run queries of the same queue */
 	MCCDB_SCHEDULE_MLS,			/* co-run one of each queue */
 	MCCDB_SCHEDULE_ADAPTIVE,	/* minimise the measured predicted slowdown */
-	MCCDB_SCHEDULE_PREDICTIVE	/* work-conserving: learned run times and interference */
+	MCCDB_SCHEDULE_PREDICTIVE,	/* work-conserving: learned run times and interference */
+	MCCDB_SCHEDULE_SHORTEST		/* work-conserving: short queries at once, then highest
+								 * response ratio */
 } MccdbSchedule;
 
 /* The paper's two queues: strong/moderate locality, and weak. */

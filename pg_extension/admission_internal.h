@@ -118,6 +118,7 @@ extern double mccdb_schedule_min_cost_value(void);
 extern int	mccdb_client_stall_ms;
 extern int	mccdb_log_min_wait_ms;
 extern bool mccdb_placement;
+extern int	mccdb_short_query_ms;
 
 /* A clock all backends share that never steps: microseconds. */
 extern int64 mccdb_monotonic_us(void);

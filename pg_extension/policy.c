@@ -13,6 +13,14 @@
  *	predictive	never leave a slot idle while a query waits; among the
  *			waiters predicted compatible with the running set, the longest
  *			first; run times and interference learned online (model.c);
+ *	shortest	never leave a slot idle while a query waits; a query
+ *			predicted to run at most mccdb.short_query alone runs at once,
+ *			beside the others; among the rest, the highest response ratio
+ *			(waited + predicted) / predicted first: short queries first,
+ *			and a long one's priority grows while it waits, so none waits
+ *			without bound (with clients that wait for their answers,
+ *			throughput is clients over mean response time, which shortest
+ *			first keeps low);
  *	off		admit everything (stock behaviour).
  *
  * Every function here reads the shared state under the gate's lock, which
@@ -204,6 +212,49 @@ pick_predictive(int slots, int64 now_us)
 }
 
 /*
+ * The shortest policy's choice; caller holds the lock.  A short query goes
+ * at once; else the waiter of the highest response ratio among those that
+ * fit in a domain's free slots (work-conserving: a wide parallel query that
+ * does not fit yet does not keep the slots idle; mccdb.max_wait bounds its
+ * wait).
+ */
+static AdmissionEntry *
+pick_shortest(int64 now_us, bool *at_once)
+{
+	AdmissionEntry *best = NULL;
+	double		best_ratio = 0;
+	int			max_free = 0;
+
+	for (int d = 0; d < mccdb_gate_domains(); d++)
+		max_free = Max(max_free, mccdb_domain_slots(d) - mccdb_adm->domain_used[d]);
+	for (int i = 0; i < mccdb_adm->nentries; i++)
+	{
+		AdmissionEntry *e = &mccdb_adm->entries[i];
+		double		waited,
+					ratio;
+
+		if (e->state != ENTRY_WAITING)
+			continue;
+		if (e->predicted * 1000.0 <= mccdb_short_query_ms)
+		{
+			*at_once = true;
+			return e;
+		}
+		if (Min(e->slots, mccdb_max_query_slots()) > max_free)
+			continue;
+		waited = (double) (now_us - e->since_us) / 1e6;
+		ratio = (waited + Max(e->predicted, 1e-3)) / Max(e->predicted, 1e-3);
+		if (best == NULL || ratio > best_ratio ||
+			(ratio == best_ratio && e->seq < best->seq))
+		{
+			best = e;
+			best_ratio = ratio;
+		}
+	}
+	return best;
+}
+
+/*
  * The waiting entry to admit now, or NULL.  Deterministic in the shared
  * state, so every waiter agrees; caller holds the lock.
  */
@@ -244,6 +295,15 @@ mccdb_pick_next(int64 now_us)
 		return NULL;
 	else if (policy == MCCDB_SCHEDULE_PREDICTIVE)
 		choice = pick_predictive(slots, now_us);
+	else if (policy == MCCDB_SCHEDULE_SHORTEST)
+	{
+		bool		at_once = false;
+
+		choice = pick_shortest(now_us, &at_once);
+		/* a short query runs beside the others, over the slot count */
+		if (at_once)
+			return choice;
+	}
 	else if (policy == MCCDB_SCHEDULE_ADAPTIVE && mccdb_adm->have_matrix)
 	{
 		double		best_cost = 0;
