@@ -292,15 +292,23 @@ place(bool on)
 	}
 	else if (on)
 	{
-		/* where the backend is now is where it goes back to */
+		char		here[sizeof(home_group)];
+
+		/*
+		 * Where the backend is now is where it goes back to; unless that is
+		 * the weak group itself (a move back failed), then the last home.
+		 */
 		if (mccdb_resctrl_group_of(resctrl_path, MyProcPid, RESCTRL_GROUP,
-								   home_group, sizeof(home_group), err, sizeof(err)) != 0 ||
+								   here, sizeof(here), err, sizeof(err)) != 0 ||
 			mccdb_resctrl_move(resctrl_path, RESCTRL_GROUP, MyProcPid,
 							   err, sizeof(err)) != 0)
 		{
 			note_failure(err);
 			return;
 		}
+		if (strncmp(here, RESCTRL_GROUP, strlen(RESCTRL_GROUP)) != 0 ||
+			(here[strlen(RESCTRL_GROUP)] != '\0' && here[strlen(RESCTRL_GROUP)] != '/'))
+			strlcpy(home_group, here, sizeof(home_group));
 	}
 	else if (mccdb_resctrl_move(resctrl_path, home_group, MyProcPid,
 								err, sizeof(err)) != 0)
