@@ -12,6 +12,12 @@
  * query runs as usual, its counters are NULL, and the reason is logged once
  * per backend and shown by mccdb_counters_status().
  *
+ * The counters belong to the statement: each open top-level statement
+ * (a cursor stays open while other statements run) has file descriptors
+ * of its own, counting the backend from its start to its end, so one
+ * statement never closes or resets another's.  They are closed when the
+ * statement's memory goes away, on every path.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -27,6 +33,7 @@
 #include "state.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 
 /* GUC */
 static bool count_queries = false;
@@ -41,7 +48,18 @@ static const char *const event_names[MCCDB_NCOUNTERS] = {
 static bool pfm_ready = false;
 static char unavailable[256] = "";	/* why counters cannot be read here */
 static bool unavailable_logged = false;
-static int	fds[MCCDB_NCOUNTERS] = {-1, -1, -1};
+
+/* One statement's counters, in its memory context. */
+typedef struct StatementCounters
+{
+	MccdbStatement *st;
+	int			fds[MCCDB_NCOUNTERS];
+	struct StatementCounters *next;
+	MemoryContextCallback cb;
+} StatementCounters;
+
+/* The statements being counted, newest first. */
+static StatementCounters *counting = NULL;
 
 static bool
 init_pfm(void)
@@ -81,7 +99,7 @@ mccdb_counter_encode(const char *name, struct perf_event_attr *attr)
 }
 
 static void
-close_all(void)
+close_all(int fds[MCCDB_NCOUNTERS])
 {
 	int			i;
 
@@ -106,12 +124,14 @@ note_unavailable(const char *why)
 	}
 }
 
-static void
-counters_start(void)
+/* Open and start the counters of this process into fds; false if unavailable. */
+static bool
+counters_start(int fds[MCCDB_NCOUNTERS])
 {
 	int			i;
 
-	close_all();
+	for (i = 0; i < MCCDB_NCOUNTERS; i++)
+		fds[i] = -1;
 	for (i = 0; i < MCCDB_NCOUNTERS; i++)
 	{
 		struct perf_event_attr attr;
@@ -120,18 +140,18 @@ counters_start(void)
 		if (err)
 		{
 			note_unavailable(psprintf("%s: %s", event_names[i], err));
-			close_all();
-			return;
+			close_all(fds);
+			return false;
 		}
 		attr.disabled = 1;
 		attr.exclude_kernel = 1;
 		attr.exclude_hv = 1;
-		fds[i] = (int) syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+		fds[i] = (int) syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 		if (fds[i] < 0)
 		{
 			note_unavailable(psprintf("perf_event_open(%s): %m", event_names[i]));
-			close_all();
-			return;
+			close_all(fds);
+			return false;
 		}
 	}
 	for (i = 0; i < MCCDB_NCOUNTERS; i++)
@@ -139,27 +159,43 @@ counters_start(void)
 		ioctl(fds[i], PERF_EVENT_IOC_RESET, 0);
 		ioctl(fds[i], PERF_EVENT_IOC_ENABLE, 0);
 	}
+	return true;
 }
 
+/* Stop, read and close fds; false if a value could not be read. */
 static bool
-counters_stop(int64 values[MCCDB_NCOUNTERS])
+counters_stop(int fds[MCCDB_NCOUNTERS], int64 values[MCCDB_NCOUNTERS])
 {
 	int			i;
 	bool		ok = true;
 
-	if (fds[0] < 0)
-		return false;
 	for (i = 0; i < MCCDB_NCOUNTERS; i++)
 	{
-		uint64		v;
+		uint64		v = 0;
 
 		ioctl(fds[i], PERF_EVENT_IOC_DISABLE, 0);
 		if (read(fds[i], &v, sizeof(v)) != sizeof(v))
 			ok = false;
 		values[i] = (int64) v;
 	}
-	close_all();
+	close_all(fds);
 	return ok;
+}
+
+/* The statement's memory goes away (also on error): close what is open. */
+static void
+statement_counters_end(void *arg)
+{
+	StatementCounters *sc = (StatementCounters *) arg;
+	StatementCounters **p;
+
+	close_all(sc->fds);
+	for (p = &counting; *p != NULL; p = &(*p)->next)
+		if (*p == sc)
+		{
+			*p = sc->next;
+			break;
+		}
 }
 
 void
@@ -178,9 +214,19 @@ mccdb_counters_init(void)
 void
 mccdb_counters_statement_start(MccdbStatement *st)
 {
+	StatementCounters *sc;
+
 	if (!count_queries)
 		return;
-	counters_start();
+	sc = MemoryContextAllocZero(st->cxt, sizeof(StatementCounters));
+	sc->st = st;
+	if (!counters_start(sc->fds))
+		return;
+	sc->cb.func = statement_counters_end;
+	sc->cb.arg = sc;
+	MemoryContextRegisterResetCallback(st->cxt, &sc->cb);
+	sc->next = counting;
+	counting = sc;
 	st->counting = true;
 }
 
@@ -188,9 +234,17 @@ mccdb_counters_statement_start(MccdbStatement *st)
 void
 mccdb_counters_statement_stop(MccdbStatement *st)
 {
-	if (st->counting)
-		st->have_counters = counters_stop(st->counters);
+	StatementCounters *sc;
+
+	if (!st->counting)
+		return;
 	st->counting = false;
+	for (sc = counting; sc != NULL; sc = sc->next)
+		if (sc->st == st)
+		{
+			st->have_counters = counters_stop(sc->fds, st->counters);
+			break;
+		}
 }
 
 PG_FUNCTION_INFO_V1(mccdb_counters_status);
@@ -201,14 +255,12 @@ Datum
 mccdb_counters_status(PG_FUNCTION_ARGS)
 {
 	int64		values[MCCDB_NCOUNTERS];
+	int			fds[MCCDB_NCOUNTERS];
 
 	mccdb_require_preload();
-	if (unavailable[0] == '\0')
-	{
-		/* try once now, so the answer does not depend on history */
-		counters_start();
-		(void) counters_stop(values);
-	}
+	/* try once now, so the answer does not depend on history */
+	if (unavailable[0] == '\0' && counters_start(fds))
+		(void) counters_stop(fds, values);
 	if (unavailable[0] != '\0')
 		PG_RETURN_TEXT_P(cstring_to_text(psprintf("unavailable: %s", unavailable)));
 	PG_RETURN_TEXT_P(cstring_to_text("available"));

@@ -79,8 +79,6 @@ mccdb_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	}
 	PG_CATCH();
 	{
-		if (top)
-			mccdb_partition_statement_end();
 		mccdb_statement_end(st);
 		PG_RE_THROW();
 	}
@@ -224,8 +222,6 @@ mccdb_ExecutorEnd(QueryDesc *queryDesc)
 			}
 			PG_END_TRY();
 		}
-		if (st->top)
-			mccdb_partition_statement_end();
 	}
 
 	if (prev_ExecutorEnd)

@@ -11,9 +11,9 @@
  * and makes those colours its task default, which every backend inherits.
  * A strong or moderate plan's private memory (its hash tables) takes the
  * other colours while it runs (the paper: all colours; see start_colors()):
- * its backend's default changes at ExecutorStart and back to the buffer
- * pool's at ExecutorEnd (or at the next query's start after an error).  New pages only take the colours in force when they are
- * first touched, so the hash table must be built in fresh pages: memory
+ * its backend's default changes at ExecutorStart and back when the
+ * statement ends (see "Per statement" below).  New pages only take the
+ * colours in force when they are first touched, so the hash table must be built in fresh pages: memory
  * that glibc malloc or an AllocSet keeps for reuse keeps its old colours.
  * Hence, while colouring is active, large allocations are served by mmap
  * (M_MMAP_THRESHOLD fixed at 32 kB, so a dense hash chunk is a new
@@ -23,12 +23,28 @@
  * resctrl (beyond the paper; Intel CAT, AMD L3 QoS): where colours are not
  * available and mccdb.resctrl_path is a resctrl mount, a weak plan's
  * backend joins the group "mccdb_weak" limited to mccdb.weak_cache_ways
- * ways while it runs.  PostgreSQL's OS user must be allowed to write the
- * group's tasks file.
+ * ways while it runs, and then goes back to the group it was in (the
+ * DBA's, say with a memory-bandwidth limit; found by resctrl.c).  The weak
+ * group inherits every other resource of the postmaster's group
+ * (resctrl.h).  PostgreSQL's OS user must be allowed to write the tasks
+ * files.
  *
- * Neither: partitioning is reported unavailable, once in the log and in
- * mccdb_partition(); nothing fails.  MLS then still pairs queries, without
- * the protection (docs/design.md).
+ * Nothing happens unless the DBA sets mccdb.partition (default off).  Where
+ * the chosen mechanism is missing, partitioning is reported unavailable,
+ * once in the log and in mccdb_partition(); nothing fails.  MLS then still
+ * pairs queries, without the protection (docs/design.md).  A move that
+ * fails in a backend is logged once (LOG, not to the client) and shown by
+ * mccdb_partition() in that backend.
+ *
+ * Per statement: a backend can have several top-level statements open at
+ * once (cursors), which end in any order: a cursor may be closed, or its
+ * portal dropped, while another statement runs.  Each statement that
+ * changes the backend's placement keeps what was in force before it; when
+ * the newest ends, that is put back; when an older one ends, the newer one
+ * above it inherits what the older one would have put back.  So a
+ * statement's colours or group are changed only by itself.  The undo runs
+ * when the statement's memory goes away, which every path does (ExecutorEnd,
+ * ERROR, portal drop, subtransaction abort).
  *
  *-------------------------------------------------------------------------
  */
@@ -50,6 +66,7 @@
 #include "storage/ipc.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 
 #define RESCTRL_GROUP "mccdb_weak"
 
@@ -62,7 +79,7 @@ static const struct config_enum_entry partition_options[] = {
 };
 
 /* GUCs, all fixed at server start */
-static int	partition_mode = MCCDB_PARTITION_AUTO;
+static int	partition_mode = MCCDB_PARTITION_OFF;
 static char *buffer_pool_colors = NULL;
 static char *resctrl_path = NULL;
 static int	weak_cache_ways = 2;
@@ -89,11 +106,27 @@ static char status[512] = "not started";
 static pagecolor_set_t pool_colors;
 static pagecolor_set_t hash_colors;	/* for strong and moderate plans */
 static int	nr_colors = 0;
+static char postmaster_group[512] = "";	/* resctrl group the weak one inherits from */
 
-/* Per backend: what the running query changed. */
-static bool colors_widened = false;
-static bool in_weak_group = false;
-static bool warned = false;
+/*
+ * Per backend: whether the class placement (the hash-table colours, or the
+ * weak resctrl group) is in force, else the backend's own (the buffer
+ * pool's colours, or home_group).
+ */
+static bool placed = false;
+static char home_group[512] = "";	/* where the backend was before the move */
+static char failure[512] = "";	/* the last failure in this backend */
+
+/* A statement that set the backend's placement (see "Per statement"). */
+typedef struct PartitionFrame
+{
+	bool		before;			/* placed, when the statement started */
+	struct PartitionFrame *older;
+	struct PartitionFrame *newer;
+	MemoryContextCallback cb;
+} PartitionFrame;
+
+static PartitionFrame *newest = NULL;
 
 /* Colours the buffer pool needs: its size in physical memory, plus 25%. */
 static void
@@ -193,13 +226,17 @@ partition_startup(void)
 				 "unavailable: the kernel has no page colouring (no /sys/kernel/mm/page_coloring)");
 	else if (mccdb_resctrl_available(resctrl_path))
 	{
-		if (mccdb_resctrl_setup(resctrl_path, RESCTRL_GROUP,
-								weak_cache_ways, err, sizeof(err)) == 0)
+		if (mccdb_resctrl_group_of(resctrl_path, getpid(), RESCTRL_GROUP,
+								   postmaster_group, sizeof(postmaster_group),
+								   err, sizeof(err)) == 0 &&
+			mccdb_resctrl_setup(resctrl_path, RESCTRL_GROUP, weak_cache_ways,
+								postmaster_group, err, sizeof(err)) == 0)
 		{
 			backend = PARTITION_RESCTRL;
 			snprintf(status, sizeof(status),
-					 "resctrl: weak plans in %s/%s with %d L3 ways",
-					 resctrl_path, RESCTRL_GROUP, weak_cache_ways);
+					 "resctrl: weak plans in %s/%s with %d L3 ways, the rest as in %s/%s",
+					 resctrl_path, RESCTRL_GROUP, weak_cache_ways, resctrl_path,
+					 postmaster_group);
 		}
 		else
 			snprintf(status, sizeof(status), "unavailable: resctrl: %s", err);
@@ -218,30 +255,89 @@ partition_startup(void)
 		mallopt(M_MMAP_THRESHOLD, 32 * 1024);
 }
 
+/*
+ * A change of placement failed in this backend: say so once in the log,
+ * never to the client (its query runs on, unpartitioned), and keep the
+ * reason for mccdb_partition().  Never throws: runs in cleanup.
+ */
 static void
-warn_once(const char *what)
+note_failure(const char *what)
 {
-	if (!warned)
-		ereport(WARNING,
-				(errmsg("mccdb: cache partitioning failed for this backend: %s: %m", what),
-				 errdetail("Queries run without partitioning.")));
-	warned = true;
+	bool		first = failure[0] == '\0';
+
+	strlcpy(failure, what, sizeof(failure));
+	if (first)
+		ereport(LOG,
+				(errmsg("mccdb: cache partitioning failed in this backend: %s", what),
+				 errdetail("Its statements run without partitioning where it fails; mccdb_partition() shows the last failure.")));
 }
 
-/* Restore what the previous query changed (also after an error). */
+/* Put the class placement (on) or the backend's own (off) in force. */
 static void
-restore(void)
+place(bool on)
 {
 	char		err[256];
 
-	if (colors_widened &&
-		pagecolor_set_policy(COLOR_MODE_PREFERRED, &pool_colors) != 0)
-		warn_once("restoring the buffer pool colours");
-	colors_widened = false;
-	if (in_weak_group &&
-		mccdb_resctrl_move(resctrl_path, NULL, MyProcPid, err, sizeof(err)) != 0)
-		warn_once(err);
-	in_weak_group = false;
+	if (on == placed)
+		return;
+	if (backend == PARTITION_COLORS)
+	{
+		if (pagecolor_set_policy(COLOR_MODE_PREFERRED, on ? &hash_colors : &pool_colors) != 0)
+		{
+			snprintf(err, sizeof(err), "%s: %m",
+					 on ? "moving to the hash table colours" : "restoring the buffer pool colours");
+			note_failure(err);
+			return;
+		}
+	}
+	else if (on)
+	{
+		char		here[sizeof(home_group)];
+
+		/*
+		 * Where the backend is now is where it goes back to; unless that is
+		 * the weak group itself (a move back failed), then the last home.
+		 */
+		if (mccdb_resctrl_group_of(resctrl_path, MyProcPid, RESCTRL_GROUP,
+								   here, sizeof(here), err, sizeof(err)) != 0 ||
+			mccdb_resctrl_move(resctrl_path, RESCTRL_GROUP, MyProcPid,
+							   err, sizeof(err)) != 0)
+		{
+			note_failure(err);
+			return;
+		}
+		if (strncmp(here, RESCTRL_GROUP, strlen(RESCTRL_GROUP)) != 0 ||
+			(here[strlen(RESCTRL_GROUP)] != '\0' && here[strlen(RESCTRL_GROUP)] != '/'))
+			strlcpy(home_group, here, sizeof(home_group));
+	}
+	else if (mccdb_resctrl_move(resctrl_path, home_group, MyProcPid,
+								err, sizeof(err)) != 0)
+	{
+		note_failure(err);
+		return;
+	}
+	placed = on;
+}
+
+/* A statement that changed the placement is going away: undo its part. */
+static void
+frame_end(void *arg)
+{
+	PartitionFrame *f = (PartitionFrame *) arg;
+
+	if (f->newer)
+	{
+		/* a newer statement is in force: it puts back what f would have */
+		f->newer->before = f->before;
+		f->newer->older = f->older;
+	}
+	else
+	{
+		newest = f->older;
+		place(f->before);
+	}
+	if (f->older)
+		f->older->newer = f->newer;
 }
 
 /*
@@ -262,10 +358,10 @@ mccdb_partition_init(void)
 {
 	DefineCustomEnumVariable("mccdb.partition",
 							 "Partitions the last-level cache between weak and strong plans.",
-							 "auto: page colours where the kernel has them, else resctrl where mounted, else nothing; "
-							 "colors or resctrl: that back end only.",
+							 "off (the default): nothing changes; auto: page colours where the kernel has them, "
+							 "else resctrl where mounted, else nothing; colors or resctrl: that back end only.",
 							 &partition_mode,
-							 MCCDB_PARTITION_AUTO, partition_options,
+							 MCCDB_PARTITION_OFF, partition_options,
 							 PGC_POSTMASTER, 0,
 							 NULL, NULL, NULL);
 	DefineCustomStringVariable("mccdb.buffer_pool_colors",
@@ -277,7 +373,8 @@ mccdb_partition_init(void)
 							   NULL, NULL, NULL);
 	DefineCustomStringVariable("mccdb.resctrl_path",
 							   "Where resctrl is mounted, for hardware cache allocation.",
-							   NULL,
+							   "Weak plans run in its group mccdb_weak: the postmaster's group's schemata with "
+							   "only the L3 line narrowed to mccdb.weak_cache_ways of that group's ways.",
 							   &resctrl_path,
 							   "/sys/fs/resctrl",
 							   PGC_POSTMASTER, 0,
@@ -304,42 +401,35 @@ mccdb_partition_init(void)
 /*
  * A top-level statement starts: give its backend the colours (or resctrl
  * group) of its locality class, before its executor state is allocated.
+ * A statement below mccdb.partition_min_cost runs where the backend is.
  */
 void
 mccdb_partition_statement_start(MccdbStatement *st)
 {
 	MccdbLocality *loc;
-	char		err[256];
+	PartitionFrame *f;
+	bool		on;
 
-	if (backend == PARTITION_NONE)
-		return;
-	restore();
-	if (mccdb_real_cost(st->queryDesc->plannedstmt->planTree) < partition_min_cost)
+	if (backend == PARTITION_NONE ||
+		mccdb_real_cost(st->queryDesc->plannedstmt->planTree) < partition_min_cost)
 		return;
 	loc = mccdb_statement_locality(st);
-	if (backend == PARTITION_COLORS && loc->cls != MCCDB_WEAK)
-	{
-		malloc_trim(0);
-		if (pagecolor_set_policy(COLOR_MODE_PREFERRED, &hash_colors) != 0)
-			warn_once("moving to the hash table colours");
-		else
-			colors_widened = true;
-	}
-	else if (backend == PARTITION_RESCTRL && loc->cls == MCCDB_WEAK)
-	{
-		if (mccdb_resctrl_move(resctrl_path, RESCTRL_GROUP, MyProcPid,
-							   err, sizeof(err)) != 0)
-			warn_once(err);
-		else
-			in_weak_group = true;
-	}
-}
+	on = backend == PARTITION_COLORS ? loc->cls != MCCDB_WEAK : loc->cls == MCCDB_WEAK;
 
-void
-mccdb_partition_statement_end(void)
-{
-	if (backend != PARTITION_NONE)
-		restore();
+	/* the frame lives and dies with the statement's memory */
+	f = MemoryContextAllocZero(st->cxt, sizeof(PartitionFrame));
+	f->before = placed;
+	f->older = newest;
+	if (newest)
+		newest->newer = f;
+	newest = f;
+	f->cb.func = frame_end;
+	f->cb.arg = f;
+	MemoryContextRegisterResetCallback(st->cxt, &f->cb);
+
+	if (on && backend == PARTITION_COLORS)
+		malloc_trim(0);			/* the hash tables get fresh pages */
+	place(on);
 }
 
 PG_FUNCTION_INFO_V1(mccdb_partition);
@@ -357,7 +447,11 @@ mccdb_partition(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	values[0] = CStringGetTextDatum(names[backend]);
-	values[1] = CStringGetTextDatum(status);
+	if (failure[0] != '\0')
+		values[1] = CStringGetTextDatum(psprintf("%s; failed in this backend: %s",
+												 status, failure));
+	else
+		values[1] = CStringGetTextDatum(status);
 	if (backend == PARTITION_COLORS)
 	{
 		pagecolor_set_format(&pool_colors, list, sizeof(list));

@@ -21,8 +21,11 @@ typedef enum MccdbPartitionMode
 /* The GUCs, and the start-up step that colours the buffer pool. */
 extern void mccdb_partition_init(void);
 
-/* Around a top-level statement: give its private memory its class's colours. */
+/*
+ * A top-level statement starts: give its backend its class's colours or
+ * resctrl group.  They are given back when the statement's memory goes
+ * away (ExecutorEnd, error, portal drop), in whatever order statements end.
+ */
 extern void mccdb_partition_statement_start(MccdbStatement *st);
-extern void mccdb_partition_statement_end(void);
 
 #endif							/* MCCDB_PARTITION_H */

@@ -20,13 +20,27 @@
 extern int	mccdb_resctrl_available(const char *root);
 
 /*
- * Create (or reuse) the group root/group whose L3 schemata allow only the
- * lowest `ways` cache ways (at least info/L3/min_cbm_bits) in every domain.
+ * Create (or reuse) the group root/group for weak plans.  It inherits every
+ * schemata line of root/parent (the group the postmaster runs in; "" or
+ * NULL: the default group), memory bandwidth included, but its L3 line,
+ * which allows only the lowest `ways` (at least info/L3/min_cbm_bits) of
+ * the parent's ways in every domain: never more of anything than the
+ * parent has.
  */
 extern int	mccdb_resctrl_setup(const char *root, const char *group, int ways,
-								char *err, size_t errlen);
+								const char *parent, char *err, size_t errlen);
 
-/* Move a task into root/group, or back to the default group when group is NULL. */
+/*
+ * The group task pid is in, as a path under root: "" for the default
+ * group, "NAME", or "NAME/mon_groups/MON" (also "mon_groups/MON") when it
+ * is in a monitoring group.  The group named skip is not looked in (the
+ * weak group, where a tree laid out like resctrl may still list a task
+ * that left it).
+ */
+extern int	mccdb_resctrl_group_of(const char *root, pid_t pid, const char *skip,
+								   char *group, size_t len, char *err, size_t errlen);
+
+/* Move a task into root/group; "" or NULL is the default group. */
 extern int	mccdb_resctrl_move(const char *root, const char *group, pid_t pid,
 							   char *err, size_t errlen);
 

@@ -92,12 +92,11 @@ SELECT throws_ok($$SET mccdb.counters = 'sometimes'$$, '22023', NULL, 'counters 
 SELECT is((SELECT count(*) FROM mccdb_queue), 0::bigint, 'the queue is empty');
 SELECT is((SELECT slots FROM mccdb_scheduler()) >= 1, true, 'at least one co-run slot');
 
--- partitioning: unavailable here unless the kernel has colours
-SELECT ok(CASE WHEN pg_stat_file('/sys/kernel/mm/page_coloring', true) IS NULL
-				AND pg_stat_file('/sys/fs/resctrl/info', true) IS NULL
-			   THEN (SELECT backend = 'none' AND status LIKE 'unavailable: %' FROM mccdb_partition())
-			   ELSE (SELECT backend <> 'none' FROM mccdb_partition()) END,
-		  'partitioning is used where the kernel offers it, else reported unavailable with the reason');
+-- partitioning: off until the DBA sets mccdb.partition, whatever the kernel
+-- offers (the modes: concurrency/test_partition_modes.py)
+SELECT is((SELECT (backend, status)::text FROM mccdb_partition()),
+		  '(none,"off (mccdb.partition = off)")',
+		  'partitioning is off by default, even where the kernel offers it');
 
 -- hardware counters: libpfm4 encodes event names; reading them works or says why not
 SELECT is((SELECT (type, config)::text FROM mccdb_counter_encoding('perf::PERF_COUNT_HW_CACHE_MISSES')), '(0,3)',
