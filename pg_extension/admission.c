@@ -1529,7 +1529,7 @@ mccdb_llc_domains(PG_FUNCTION_ARGS)
 		nulls[5] = !in_gate;
 		values[6] = Int32GetDatum(in_gate ? used[i] : 0);
 		nulls[6] = !in_gate;
-		values[7] = CStringGetTextDatum(t->source);
+		values[7] = CStringGetTextDatum(mccdb_topology_source());
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
