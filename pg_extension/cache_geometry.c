@@ -5,8 +5,10 @@
  *		against: the highest cache level of cpu0 that holds data, as Linux
  *		describes it in /sys/devices/system/cpu/cpu0/cache/index*.
  *
- * The paper's C.  Read once in the postmaster (through libpagecolor, which
- * the pagecolor command shares), inherited by the backends.
+ * The paper's C.  Read through libpagecolor (pagecolor_geometry_dir), which
+ * the pagecolor command and topology.c share, under mccdb.cpu_topology_root
+ * as the domains are: once in the postmaster (mccdb_topology_init), so the
+ * backends inherit it, else at the first use.
  * mccdb.llc_size overrides the size, e.g. with the effective capacity a
  * single query sees on a shared machine (which can be far below sysfs).
  *
@@ -25,23 +27,24 @@
 /* GUC: C, in kB; 0 means the size found in sysfs. */
 static int	llc_size_kb = 0;
 
-#define SYSFS_CACHE_DIR "/sys/devices/system/cpu/cpu0/cache"
-
 /* Used when neither sysfs nor sysconf know: a typical per-socket LLC. */
 #define FALLBACK_LLC_BYTES (8 * 1024 * 1024)
 
 static MccdbCacheGeometry geometry;
+static bool geometry_loaded = false;
 
 static void
 load_geometry(void)
 {
 	struct pagecolor_geometry g;
 	cpu_set_t	shared;
+	char		dir[MAXPGPATH];
 	long		v = -1;
 
 	memset(&geometry, 0, sizeof(geometry));
 	/* libpagecolor reads the highest data cache level of cpu0 from sysfs */
-	if (pagecolor_geometry(&g) == 0 && g.size > 0)
+	snprintf(dir, sizeof(dir), "%s/cpu0/cache", mccdb_cpu_sysfs_root());
+	if (pagecolor_geometry_dir(dir, &g) == 0 && g.size > 0)
 	{
 		geometry.level = g.level;
 		geometry.size = (Size) g.size;
@@ -68,11 +71,11 @@ load_geometry(void)
 	geometry.source = "fallback";
 	ereport(LOG,
 			(errmsg("mccdb: could not read the last-level cache size from %s; assuming %d MB",
-					SYSFS_CACHE_DIR, FALLBACK_LLC_BYTES / (1024 * 1024)),
+					dir, FALLBACK_LLC_BYTES / (1024 * 1024)),
 			 errhint("Set mccdb.llc_size to the size of the last-level cache.")));
 }
 
-/* The GUC, and the geometry read once in the postmaster (backends inherit it). */
+/* The GUC; the geometry is read after mccdb.cpu_topology_root is defined. */
 void
 mccdb_cache_geometry_init(void)
 {
@@ -83,12 +86,16 @@ mccdb_cache_geometry_init(void)
 							0, 0, INT_MAX / 2,
 							PGC_SUSET, GUC_UNIT_KB,
 							NULL, NULL, NULL);
-	load_geometry();
 }
 
 const MccdbCacheGeometry *
 mccdb_cache_geometry(void)
 {
+	if (!geometry_loaded)
+	{
+		load_geometry();
+		geometry_loaded = true;
+	}
 	return &geometry;
 }
 
@@ -97,5 +104,5 @@ mccdb_llc_bytes(void)
 {
 	if (llc_size_kb > 0)
 		return (Size) llc_size_kb * 1024;
-	return geometry.size;
+	return mccdb_cache_geometry()->size;
 }

@@ -19,10 +19,14 @@ typedef struct MccdbCacheGeometry
 	const char *source;			/* where size came from */
 } MccdbCacheGeometry;
 
-/* Read the largest cache level of cpu0 from sysfs (once, in the postmaster). */
+/* The GUC mccdb.llc_size. */
 extern void mccdb_cache_geometry_init(void);
 
-/* The detected geometry; size is what sysfs said, before any GUC override. */
+/*
+ * The largest cache level of cpu0 under mccdb.cpu_topology_root (read once,
+ * in the postmaster when preloaded); size is what sysfs said, before any
+ * GUC override.
+ */
 extern const MccdbCacheGeometry *mccdb_cache_geometry(void);
 
 /* C of the paper: mccdb.llc_size when set, else the detected size. */

@@ -7,8 +7,15 @@
  * (explain_per_plan_hook, called before the executor shuts the plan down)
  * and register EXPLAIN options: EXPLAIN (MCCDB) shows mccdb's lines,
  * EXPLAIN (MCCDB false) hides them, and without the option the GUC
- * mccdb.explain decides.  EXPLAIN EXECUTE of a prepared statement goes
+ * mccdb.explain decides (off by default: loading the library leaves
+ * EXPLAIN as it was).  EXPLAIN EXECUTE of a prepared statement goes
  * through the same hook, so it shows them too.
+ *
+ * What the lines say is repeatable: a plain EXPLAIN estimates from the plan
+ * alone, so it says the same whoever ran the query before.  VERBOSE and
+ * ANALYZE show the estimate the gate uses, where the sizes of the query's
+ * last run replace the planner's (table_sizes.c), and each table's learned
+ * and planner sizes beside it.
  *
  * Before 18 there is no such hook, but ExplainOnePlan() calls ExecutorEnd()
  * while the "Query" group is still open.  So the ExplainOneQuery hook
@@ -35,7 +42,7 @@
 #include "utils/memutils.h"
 
 /* GUC */
-static bool explain_locality = true;
+static bool explain_locality = false;
 
 static ExplainOneQuery_hook_type prev_ExplainOneQuery = NULL;
 
@@ -184,10 +191,10 @@ mccdb_explain_per_plan(PlannedStmt *plannedstmt, IntoClause *into,
 		return;
 	PG_TRY();
 	{
-		MccdbLocality *loc = mccdb_statement_locality(st);
-
 		if (es->analyze)
 		{
+			MccdbLocality *loc = mccdb_statement_locality(st);
+
 			MemoryContextSwitchTo(st->cxt);
 			mccdb_measure_tables(st->queryDesc->planstate, loc);
 			MemoryContextSwitchTo(old);
@@ -208,10 +215,11 @@ mccdb_explain_init(void)
 	DefineCustomBoolVariable("mccdb.explain",
 							 "Shows the locality estimate in EXPLAIN output.",
 							 MCCDB_HAVE_EXPLAIN_HOOKS ?
-							 "EXPLAIN (MCCDB) and (MCCDB false) override it for one statement." :
-							 NULL,
+							 "EXPLAIN (MCCDB) and (MCCDB false) override it for one statement. "
+							 "Learned sizes are shown only with VERBOSE or ANALYZE." :
+							 "Learned sizes are shown only with VERBOSE or ANALYZE.",
 							 &explain_locality,
-							 true,
+							 false,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 	prev_ExplainOneQuery = ExplainOneQuery_hook;
@@ -370,12 +378,34 @@ explain_structured(const MccdbLocality *loc, const MccdbPlanChoice *pc,
 	ExplainCloseGroup("MCC-DB", "MCC-DB", true, es);
 }
 
+/*
+ * The locality EXPLAIN shows.  VERBOSE and ANALYZE: the statement's, as the
+ * gate sees it, with the sizes learned from the query's last run.  Plain
+ * EXPLAIN: the plan's alone, estimated without a queryid (table_sizes.c
+ * learns and finds nothing for queryid 0), so that it does not depend on
+ * who ran the query before.
+ */
+static MccdbLocality *
+explained_locality(MccdbStatement *st, ExplainState *es)
+{
+	PlannedStmt plan_only;
+	MccdbLocality *loc;
+
+	if (es->analyze || es->verbose)
+		return mccdb_statement_locality(st);
+	plan_only = *st->queryDesc->plannedstmt;
+	plan_only.queryId = UINT64CONST(0);
+	loc = palloc0(sizeof(MccdbLocality));
+	mccdb_estimate_locality(&plan_only, loc);
+	return loc;
+}
+
 /* The statement's locality and candidates, in the EXPLAIN's format. */
 static void
 explain_statement(MccdbStatement *st, ExplainState *es)
 {
 	const MccdbPlanChoice *pc = st->plan_choice;
-	MccdbLocality *loc = &st->locality;
+	MccdbLocality *loc = explained_locality(st, es);
 
 	if (es->format == EXPLAIN_FORMAT_TEXT)
 	{

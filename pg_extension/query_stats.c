@@ -52,11 +52,14 @@ merge(MccdbQueryCounters *into, const MccdbQueryCounters *delta)
 #include "utils/timestamp.h"
 
 /*
- * No ID is reserved for mccdb on the PostgreSQL wiki's list of custom
- * statistics yet; 24 is the one for experiments and the server's test
- * modules take 25 and 26.  mccdb.stats_kind picks another on a conflict.
+ * Off by default: no ID is reserved for mccdb on the PostgreSQL wiki's list
+ * of custom statistics, and a kind the server has written to
+ * pg_stat/pgstat.stat makes it discard that whole file at a start without
+ * the kind (mccdb removed from shared_preload_libraries, another ID): the
+ * statistics of every view, not only mccdb's.  A DBA who wants the counters
+ * among the server's picks an ID, e.g. PGSTAT_KIND_EXPERIMENTAL (24).
  */
-#define DEFAULT_STATS_KIND 27
+#define DEFAULT_STATS_KIND 0
 
 typedef struct MccdbQueryStatsEntry
 {
@@ -142,8 +145,8 @@ mccdb_query_stats_init(void)
 {
 	DefineCustomIntVariable("mccdb.stats_kind",
 							"ID of mccdb's kind of cumulative statistics (mccdb_query_stats).",
-							"0 keeps them in mccdb's own memory. Change it only when another extension uses the same ID: "
-							"the server then discards its statistics file at the next start.",
+							"0 (the default) keeps them in mccdb's own memory. With an ID, any later change of it, "
+							"or a start without mccdb preloaded, makes the server discard its statistics file.",
 							&stats_kind,
 							DEFAULT_STATS_KIND, 0, PGSTAT_KIND_CUSTOM_MAX,
 							PGC_POSTMASTER, 0,

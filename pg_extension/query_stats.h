@@ -7,8 +7,8 @@
  * On PostgreSQL 18 they are a custom kind of the server's cumulative
  * statistics (pgstat_register_kind): kept in its shared hash, written to
  * pg_stat/pgstat.stat at a clean shutdown like every pg_stat view, dropped
- * after a crash.  Before 18, or with mccdb.stats_kind = 0, they stay in the
- * caller's own memory (admission.c's known queries, saved with what it
+ * after a crash, when mccdb.stats_kind names an ID.  Before 18, or with
+ * mccdb.stats_kind = 0 (the default), they stay in the caller's own memory (admission.c's known queries, saved with what it
  * learned).
  *
  * The gate counts while it holds its lock, where nothing may throw: there

@@ -6,8 +6,14 @@
  *		actual peak size: the views mccdb_recent_queries and
  *		mccdb_recent_tables.
  *
- * Entries are written whole under one LWLock at ExecutorEnd, so an ERROR or
- * FATAL elsewhere can never leave a half-written or leaked entry.
+ * Entries are written whole at ExecutorEnd, so an ERROR or FATAL elsewhere
+ * can never leave a half-written or leaked entry.  mccdb.track = top records
+ * every client statement, OLTP ones included, so the ring must not become a
+ * point where all backends queue: a writer takes the next sequence number
+ * with an atomic add and copies its entry into that slot under the slot's
+ * own LWLock (one of a tranche with one per slot).  Two backends meet only
+ * when more statements end at once than the ring has slots; readers take
+ * the slots one at a time, shared.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,6 +26,7 @@
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "port/atomics.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
@@ -84,13 +91,13 @@ typedef struct RecentQuery
 
 typedef struct RecentShared
 {
-	LWLock	   *lock;
-	int64		next_seq;		/* seq of the next entry, from 1 */
+	pg_atomic_uint64 next_seq;	/* seq of the next entry, from 1 */
 	int			size;			/* slots */
 	RecentQuery entries[FLEXIBLE_ARRAY_MEMBER];
 } RecentShared;
 
 static RecentShared *recent = NULL;
+static LWLockPadded *slot_locks = NULL;	/* slot i's: slot_locks[i].lock */
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
@@ -107,7 +114,7 @@ recent_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(recent_shmem_size());
-	RequestNamedLWLockTranche("mccdb_recent", 1);
+	RequestNamedLWLockTranche("mccdb_recent", Max(recent_max, 1));
 }
 
 static void
@@ -123,10 +130,10 @@ recent_shmem_startup(void)
 	if (!found)
 	{
 		memset(recent, 0, recent_shmem_size());
-		recent->lock = &(GetNamedLWLockTranche("mccdb_recent"))->lock;
-		recent->next_seq = 1;
+		pg_atomic_init_u64(&recent->next_seq, 1);
 		recent->size = Max(recent_max, 1);
 	}
+	slot_locks = GetNamedLWLockTranche("mccdb_recent");
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -178,7 +185,8 @@ mccdb_recent_record(const MccdbStatement *st)
 	const MccdbLocality *loc = &st->locality;
 	RecentQuery *e = palloc0(sizeof(RecentQuery));
 	ListCell   *lc;
-	int			i = 0;
+	int			i = 0,
+				slot;
 
 	e->pid = MyProcPid;
 	e->finished = GetCurrentTimestamp();
@@ -234,10 +242,13 @@ mccdb_recent_record(const MccdbStatement *st)
 		r->actual_bytes = t->actual_bytes;
 	}
 
-	LWLockAcquire(recent->lock, LW_EXCLUSIVE);
-	e->seq = recent->next_seq++;
-	recent->entries[(e->seq - 1) % recent->size] = *e;
-	LWLockRelease(recent->lock);
+	e->seq = (int64) pg_atomic_fetch_add_u64(&recent->next_seq, 1);
+	slot = (int) ((e->seq - 1) % recent->size);
+	LWLockAcquire(&slot_locks[slot].lock, LW_EXCLUSIVE);
+	/* a writer that took a later seq for this slot (ring lapped) went first */
+	if (recent->entries[slot].seq < e->seq)
+		recent->entries[slot] = *e;
+	LWLockRelease(&slot_locks[slot].lock);
 	pfree(e);
 }
 
@@ -246,7 +257,8 @@ static RecentQuery *
 recent_snapshot(int *n)
 {
 	RecentQuery *copy;
-	int64		first,
+	int64		next,
+				first,
 				seq;
 	int			k = 0;
 
@@ -257,16 +269,18 @@ recent_snapshot(int *n)
 				 errmsg("mccdb shared memory is not initialized")));
 
 	copy = palloc(sizeof(RecentQuery) * recent->size);
-	LWLockAcquire(recent->lock, LW_SHARED);
-	first = Max(1, recent->next_seq - recent->size);
-	for (seq = first; seq < recent->next_seq; seq++)
+	next = (int64) pg_atomic_read_u64(&recent->next_seq);
+	first = Max(1, next - recent->size);
+	for (seq = first; seq < next; seq++)
 	{
-		RecentQuery *e = &recent->entries[(seq - 1) % recent->size];
+		int			slot = (int) ((seq - 1) % recent->size);
 
-		if (e->seq == seq)
-			copy[k++] = *e;
+		/* an entry written since next was read has moved on: skipped */
+		LWLockAcquire(&slot_locks[slot].lock, LW_SHARED);
+		if (recent->entries[slot].seq == seq)
+			copy[k++] = recent->entries[slot];
+		LWLockRelease(&slot_locks[slot].lock);
 	}
-	LWLockRelease(recent->lock);
 	*n = k;
 	return copy;
 }
@@ -379,9 +393,11 @@ mccdb_recent_reset(PG_FUNCTION_ARGS)
 	mccdb_require_preload();
 	if (recent == NULL)
 		PG_RETURN_VOID();
-	LWLockAcquire(recent->lock, LW_EXCLUSIVE);
 	for (i = 0; i < recent->size; i++)
+	{
+		LWLockAcquire(&slot_locks[i].lock, LW_EXCLUSIVE);
 		recent->entries[i].seq = 0;
-	LWLockRelease(recent->lock);
+		LWLockRelease(&slot_locks[i].lock);
+	}
 	PG_RETURN_VOID();
 }

@@ -7,15 +7,19 @@
  *		size,shared_cpu_list}).
  *
  * A CPU's LLC is its highest cache level that holds data; CPUs whose LLCs
- * list the same CPUs form one domain.  mccdb.cpu_topology_root points the
- * reader at another directory laid out the same way, so a test can supply
- * any machine.  When the description is missing or contradicts itself, all
- * online CPUs form one domain and the reason is kept: the gate then behaves
- * as it does on a machine with one LLC.
+ * list the same CPUs form one domain.  Which cache is a CPU's LLC, and its
+ * size, are read by libpagecolor (pagecolor_llc_index, pagecolor_parse_size),
+ * which also reads cpu0's cache for cache_geometry.c and the pagecolor
+ * command: one reader, one set of rules.  mccdb.cpu_topology_root points
+ * both at another directory laid out the same way, so a test can supply any
+ * machine; only roles that may read that setting see it in
+ * mccdb_llc_domains.source.  When the description is missing or
+ * contradicts itself, all online CPUs form one domain and the reason is
+ * kept: the gate then behaves as it does on a machine with one LLC.
  *
- * Read once in the postmaster and inherited by the backends (as
- * cache_geometry.c does), or at the first use in a backend of a server
- * that does not preload mccdb.
+ * Read once in the postmaster and inherited by the backends (with the cache
+ * geometry), or at the first use in a backend of a server that does not
+ * preload mccdb.
  *
  *-------------------------------------------------------------------------
  */
@@ -25,10 +29,15 @@
 #include <unistd.h>
 
 #include "admission.h"
+#include "cache_geometry.h"
+#include "catalog/pg_authid_d.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "pagecolor.h"
 #include "state.h"
 #include "topology.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
@@ -41,9 +50,6 @@ static char *cpu_topology_root = NULL;
 
 static MccdbTopology topology;
 static bool topology_loaded = false;
-
-/* Cache levels a CPU lists, at most (index0..index15). */
-#define MAX_CACHE_INDEX 16
 
 bool
 mccdb_parse_cpu_list(const char *s, cpu_set_t *set)
@@ -119,7 +125,7 @@ read_sysfs(const char *rel, char *buf, size_t size)
 	int			fd;
 	ssize_t		n;
 
-	snprintf(path, sizeof(path), "%s/%s", cpu_topology_root ? cpu_topology_root : SYSFS_CPU_DIR, rel);
+	snprintf(path, sizeof(path), "%s/%s", mccdb_cpu_sysfs_root(), rel);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
@@ -132,26 +138,6 @@ read_sysfs(const char *rel, char *buf, size_t size)
 	return true;
 }
 
-/* "32768K" -> bytes; -1 when it is not a size. */
-static int64
-parse_size(const char *s)
-{
-	char	   *end;
-	long long	v = strtoll(s, &end, 10);
-
-	if (end == s || v < 0)
-		return -1;
-	if (*end == 'K')
-		v *= 1024;
-	else if (*end == 'M')
-		v *= 1024 * 1024;
-	else if (*end == 'G')
-		v *= 1024LL * 1024 * 1024;
-	else if (*end != '\0')
-		return -1;
-	return v;
-}
-
 /*
  * cpu's last-level cache: its level, size and the CPUs sharing it; false
  * with why when sysfs does not say.
@@ -160,29 +146,14 @@ static bool
 read_cpu_llc(int cpu, MccdbLlcDomain *d, char *why, size_t whysize)
 {
 	char		rel[64],
+				dir[MAXPGPATH],
 				buf[4096];
-	int			best = -1,
-				best_level = -1;
+	int			best,
+				best_level;
+	long long	size;
 
-	for (int idx = 0; idx < MAX_CACHE_INDEX; idx++)
-	{
-		int			level;
-
-		snprintf(rel, sizeof(rel), "cpu%d/cache/index%d/type", cpu, idx);
-		if (!read_sysfs(rel, buf, sizeof(buf)))
-			break;
-		if (strcmp(buf, "Instruction") == 0)
-			continue;
-		snprintf(rel, sizeof(rel), "cpu%d/cache/index%d/level", cpu, idx);
-		if (!read_sysfs(rel, buf, sizeof(buf)) || (level = atoi(buf)) <= 0)
-			continue;
-		if (level > best_level)
-		{
-			best_level = level;
-			best = idx;
-		}
-	}
-	if (best < 0)
+	snprintf(dir, sizeof(dir), "%s/cpu%d/cache", mccdb_cpu_sysfs_root(), cpu);
+	if (pagecolor_llc_index(dir, &best, &best_level) != 0)
 	{
 		snprintf(why, whysize, "cpu%d lists no data cache", cpu);
 		return false;
@@ -196,13 +167,17 @@ read_cpu_llc(int cpu, MccdbLlcDomain *d, char *why, size_t whysize)
 	}
 	d->level = best_level;
 	snprintf(rel, sizeof(rel), "cpu%d/cache/index%d/size", cpu, best);
-	d->size = read_sysfs(rel, buf, sizeof(buf)) ? Max(parse_size(buf), 0) : 0;
+	d->size = read_sysfs(rel, buf, sizeof(buf)) && pagecolor_parse_size(buf, &size) == 0 ?
+		(int64) size : 0;
 	return true;
 }
 
-/* All online CPUs as one domain, because of why. */
+/*
+ * All online CPUs as one domain, because of why; why_public says it without
+ * the root directory (NULL: why names none).
+ */
 static void
-one_domain(const cpu_set_t *online, const char *why)
+one_domain(const cpu_set_t *online, const char *why, const char *why_public)
 {
 	MccdbLlcDomain *d = &topology.domains[0];
 
@@ -210,7 +185,9 @@ one_domain(const cpu_set_t *online, const char *why)
 	d->cpus = *online;
 	d->ncpus = CPU_COUNT(online);
 	topology.ndomains = 1;
-	snprintf(topology.source, sizeof(topology.source), "one domain: %s", why);
+	snprintf(topology.source_full, sizeof(topology.source_full), "one domain: %s", why);
+	snprintf(topology.source_public, sizeof(topology.source_public), "one domain: %s",
+			 why_public ? why_public : why);
 }
 
 static void
@@ -233,7 +210,8 @@ load_topology(void)
 		}
 		topology.ncpus = CPU_COUNT(&online);
 		one_domain(&online, psprintf("%s/online is missing or not a CPU list",
-								cpu_topology_root ? cpu_topology_root : SYSFS_CPU_DIR));
+									 mccdb_cpu_sysfs_root()),
+				   "the list of online CPUs is missing or not a CPU list");
 		return;
 	}
 	topology.ncpus = CPU_COUNT(&online);
@@ -248,7 +226,7 @@ load_topology(void)
 		memset(&d, 0, sizeof(d));
 		if (!read_cpu_llc(cpu, &d, why, sizeof(why)))
 		{
-			one_domain(&online, why);
+			one_domain(&online, why, NULL);
 			return;
 		}
 		/* offline CPUs share the cache but run nothing */
@@ -258,13 +236,13 @@ load_topology(void)
 		{
 			one_domain(&online, psprintf("cpu%d's last-level cache lists CPUs %s, which "
 										 "contradicts the CPUs before it",
-										 cpu, mccdb_format_cpu_list(&d.cpus)));
+										 cpu, mccdb_format_cpu_list(&d.cpus)), NULL);
 			return;
 		}
 		if (topology.ndomains == MCCDB_MAX_LLC_DOMAINS)
 		{
 			one_domain(&online, psprintf("more than %d last-level caches",
-										 MCCDB_MAX_LLC_DOMAINS));
+										 MCCDB_MAX_LLC_DOMAINS), NULL);
 			return;
 		}
 		d.ncpus = CPU_COUNT(&d.cpus);
@@ -287,7 +265,7 @@ load_topology(void)
 			memset(&other, 0, sizeof(other));
 			if (!read_cpu_llc(cpu, &other, why, sizeof(why)))
 			{
-				one_domain(&online, why);
+				one_domain(&online, why, NULL);
 				return;
 			}
 			CPU_AND(&other.cpus, &other.cpus, &online);
@@ -296,27 +274,50 @@ load_topology(void)
 				one_domain(&online, psprintf("cpu%d's last-level cache lists CPUs %s, "
 											 "other CPUs of it %s",
 											 cpu, mccdb_format_cpu_list(&other.cpus),
-											 mccdb_format_cpu_list(&topology.domains[i].cpus)));
+											 mccdb_format_cpu_list(&topology.domains[i].cpus)), NULL);
 				return;
 			}
 		}
 	}
-	strlcpy(topology.source, "sysfs", sizeof(topology.source));
+	strlcpy(topology.source_full, "sysfs", sizeof(topology.source_full));
+	strlcpy(topology.source_public, "sysfs", sizeof(topology.source_public));
 }
 
 void
 mccdb_topology_init(void)
 {
 	DefineCustomStringVariable("mccdb.cpu_topology_root",
-							   "Directory the last-level-cache domains are read from.",
+							   "Directory the CPUs' caches are read from: the last-level-cache domains and C.",
 							   "Laid out like /sys/devices/system/cpu (online, cpuN/cache/indexM); "
 							   "tests point it at a made-up machine.",
 							   &cpu_topology_root,
 							   SYSFS_CPU_DIR,
 							   PGC_POSTMASTER, GUC_SUPERUSER_ONLY,
 							   NULL, NULL, NULL);
-	/* in the postmaster (shared_preload_libraries): the backends inherit it */
+	/* in the postmaster (shared_preload_libraries): the backends inherit them */
 	(void) mccdb_topology();
+	(void) mccdb_cache_geometry();
+}
+
+const char *
+mccdb_cpu_sysfs_root(void)
+{
+	return cpu_topology_root ? cpu_topology_root : SYSFS_CPU_DIR;
+}
+
+/*
+ * Where the domains came from, as the current role may see it: the root
+ * directory only for those who may read mccdb.cpu_topology_root
+ * (GUC_SUPERUSER_ONLY: superusers and pg_read_all_settings, as SHOW).
+ */
+const char *
+mccdb_topology_source(void)
+{
+	const MccdbTopology *t = mccdb_topology();
+
+	if (has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_SETTINGS))
+		return t->source_full;
+	return t->source_public;
 }
 
 const MccdbTopology *
@@ -326,10 +327,10 @@ mccdb_topology(void)
 	{
 		load_topology();
 		topology_loaded = true;
-		if (strcmp(topology.source, "sysfs") != 0)
+		if (strcmp(topology.source_full, "sysfs") != 0)
 			ereport(LOG,
 					(errmsg("mccdb: all %d online CPUs form one last-level-cache domain", topology.ncpus),
-					 errdetail("%s.", topology.source)));
+					 errdetail("%s.", topology.source_full)));
 	}
 	return &topology;
 }
@@ -378,7 +379,7 @@ mccdb_llc_domains(PG_FUNCTION_ARGS)
 		nulls[5] = slots[i] < 0;
 		values[6] = Int32GetDatum(used[i]);
 		nulls[6] = slots[i] < 0;
-		values[7] = CStringGetTextDatum(t->source);
+		values[7] = CStringGetTextDatum(mccdb_topology_source());
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

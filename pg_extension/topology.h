@@ -25,7 +25,9 @@ typedef struct MccdbTopology
 {
 	int			ndomains;		/* at least 1 */
 	int			ncpus;			/* online CPUs */
-	char		source[160];	/* "sysfs", or why the fallback applies */
+	/* "sysfs", or why the fallback applies: use mccdb_topology_source() */
+	char		source_full[160];	/* may name mccdb.cpu_topology_root's value */
+	char		source_public[160]; /* the same without it */
 	MccdbLlcDomain domains[MCCDB_MAX_LLC_DOMAINS];	/* by lowest CPU */
 } MccdbTopology;
 
@@ -34,6 +36,12 @@ extern void mccdb_topology_init(void);
 
 /* The topology (read at the first call in a backend that did not inherit it). */
 extern const MccdbTopology *mccdb_topology(void);
+
+/* Its source as the current role may see it (mccdb_llc_domains.source). */
+extern const char *mccdb_topology_source(void);
+
+/* mccdb.cpu_topology_root, or /sys/devices/system/cpu without the preload. */
+extern const char *mccdb_cpu_sysfs_root(void);
 
 /*
  * Parse a Linux CPU list ("0-3,8,10-11") into *set.  Returns false, with

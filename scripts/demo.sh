@@ -35,7 +35,7 @@ if [ -e "${plq[0]}" ]; then
 fi
 echo
 echo "EXPLAIN shows the same, e.g. for SSB Q2.1:"
-"$PG_BINDIR/psql" -X -c "explain (costs off) $(cat "$MCCDB_ROOT/benchmarks/ssb/queries/q2.1.sql" | sed 's/;\s*$//')"
+"$PG_BINDIR/psql" -X -c "set mccdb.explain = on" -c "explain (costs off) $(cat "$MCCDB_ROOT/benchmarks/ssb/queries/q2.1.sql" | sed 's/;\s*$//')"
 
 say "co-scheduling: Figure 6, short form (a few minutes)"
 mkdir -p "$MCCDB_VAR/demo"

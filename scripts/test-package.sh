@@ -167,7 +167,7 @@ check "create and fill two tables" psql_test -c "$setup"
 
 query="select count(*), sum(f.v) from pkgtest_fact f join pkgtest_dim d on d.k = f.k"
 explain=$(psql_test -tA -c "set enable_nestloop = off" -c "set enable_mergejoin = off" \
-	-c "explain (costs off) $query" 2>&1) || true
+	-c "set mccdb.explain = on" -c "explain (costs off) $query" 2>&1) || true
 if grep -q '^MCC-DB Locality:' <<<"$explain" && grep -q 'Hash Join' <<<"$explain"; then
 	ok "EXPLAIN of a hash join shows 'MCC-DB Locality:'"
 else

@@ -68,6 +68,7 @@ def main(argv=None):
     rows = []
     with pg.connect(args.db) as conn, guard.measuring("the EXPLAIN ANALYZE runs"):
         conn.execute("select mccdb_learned_reset()")
+        conn.execute("set mccdb.explain = on")
         for forced, files in ((False, args.files), (True, args.force_hash)):
             conn.execute(f"set enable_nestloop = {'off' if forced else 'on'}")
             conn.execute(f"set enable_mergejoin = {'off' if forced else 'on'}")

@@ -1,9 +1,14 @@
 --
--- EXPLAIN shows the locality estimate of every plan, in all four formats.
--- Tables are small enough for ANALYZE to read every row, so estimates are
--- the same on every run; mccdb.llc_size pins C.
+-- EXPLAIN shows the locality estimate of every plan, in all four formats,
+-- when mccdb.explain is on (it is off by default: loading mccdb leaves
+-- EXPLAIN as it was).  Tables are small enough for ANALYZE to read every
+-- row, so estimates are the same on every run; mccdb.llc_size pins C.
 --
 CREATE EXTENSION IF NOT EXISTS mccdb;
+-- by default EXPLAIN is PostgreSQL's own
+SHOW mccdb.explain;
+EXPLAIN (COSTS OFF) SELECT 1;
+SET mccdb.explain = on;
 SET mccdb.llc_size = '1MB';
 SET max_parallel_workers_per_gather = 0;
 SET jit = off;
@@ -48,6 +53,7 @@ SELECT sum(v) FROM dim JOIN fact USING (k) WHERE dim.k < 50;
 
 -- merge join: weak (both inputs stream once)
 RESET ALL;
+SET mccdb.explain = on;
 SET mccdb.llc_size = '1MB';
 SET enable_hashjoin = off;
 SET enable_nestloop = off;
@@ -57,10 +63,10 @@ SELECT sum(v) FROM dim JOIN fact USING (k);
 -- no join at all: weak
 EXPLAIN (COSTS OFF) SELECT count(*) FROM fact;
 
--- mccdb.explain = off hides it
+-- mccdb.explain = off (the default) hides it
 SET mccdb.explain = off;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM fact;
-RESET mccdb.explain;
+SET mccdb.explain = on;
 
 -- EXPLAIN EXECUTE: PostgreSQL 18 shows the line (explain_per_plan_hook);
 -- on 15 it bypasses the hook mccdb has there (documented)
@@ -70,9 +76,9 @@ DEALLOCATE q;
 
 -- EXPLAIN (MCCDB) shows the lines whatever mccdb.explain says, (MCCDB
 -- false) hides them; PostgreSQL 15 has no extension options (an error)
-SET mccdb.explain = off;
-EXPLAIN (COSTS OFF, MCCDB) SELECT count(*) FROM fact;
 RESET mccdb.explain;
+EXPLAIN (COSTS OFF, MCCDB) SELECT count(*) FROM fact;
+SET mccdb.explain = on;
 EXPLAIN (COSTS OFF, MCCDB false) SELECT count(*) FROM fact;
 EXPLAIN (COSTS OFF, MCCDB 'perhaps') SELECT count(*) FROM fact;
 

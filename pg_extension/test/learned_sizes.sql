@@ -1,16 +1,19 @@
 --
 -- Hash table sizes learned from a query's last run replace the planner's
--- estimate in its next runs (mccdb.learn_table_sizes), and EXPLAIN says
--- which figure it used.  The build side's filter is on two correlated
--- columns, so the planner underestimates its rows and the table's size.
+-- estimate in its next runs (mccdb.learn_table_sizes), and EXPLAIN
+-- (VERBOSE) says which figure it used.  A plain EXPLAIN estimates from the
+-- plan alone: it says the same before and after the run, whoever ran it.
+-- The build side's filter is on two correlated columns, so the planner
+-- underestimates its rows and the table's size.
 --
 \set ON_ERROR_STOP 1
 \set QUIET 1
 BEGIN;
-SELECT plan(8);
+SELECT plan(11);
 SET LOCAL client_min_messages = warning;
 SET LOCAL jit = off;
 SET LOCAL max_parallel_workers_per_gather = 0;
+SET LOCAL mccdb.explain = on;
 SET LOCAL enable_nestloop = off;
 SET LOCAL enable_mergejoin = off;
 
@@ -24,9 +27,22 @@ ANALYZE ls_dim, ls_fact;
 CREATE FUNCTION pg_temp.hash_table(q text) RETURNS json LANGUAGE plpgsql AS $$
 DECLARE j json;
 BEGIN
-	EXECUTE 'EXPLAIN (FORMAT JSON) ' || q INTO j;
+	EXECUTE 'EXPLAIN (VERBOSE, FORMAT JSON) ' || q INTO j;
 	RETURN j -> 0 -> 'MCC-DB' -> 'Tables' -> 0;
 END $$;
+-- plain EXPLAIN, text and JSON
+CREATE FUNCTION pg_temp.plain(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE r text; o text := ''; j json;
+BEGIN
+	FOR r IN EXECUTE 'EXPLAIN ' || q LOOP o := o || r || E'\n'; END LOOP;
+	EXECUTE 'EXPLAIN (FORMAT JSON) ' || q INTO j;
+	RETURN o || (j -> 0 -> 'MCC-DB')::text;
+END $$;
+CREATE FUNCTION pg_temp.verbose_lines(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN QUERY EXECUTE 'EXPLAIN (VERBOSE) ' || q;
+END $$;
+CREATE TEMP TABLE before_run AS SELECT pg_temp.plain(:'q') AS plain;
 
 SELECT is(pg_temp.hash_table(:'q') ->> 'Size Source', 'planner', 'before any run: the planner''s estimate');
 SELECT cmp_ok((pg_temp.hash_table(:'q') ->> 'Estimated Bytes')::float8,
@@ -46,6 +62,12 @@ SELECT is((pg_temp.hash_table(:'q') ->> 'Planner Bytes')::float8,
 		  'EXPLAIN keeps the planner''s figure beside it');
 SELECT matches((SELECT description FROM mccdb_locality(:'q')), 'sizes learned from the last run',
 			   'the locality says its sizes were learned');
+SELECT is(pg_temp.plain(:'q'), (SELECT plain FROM before_run),
+		  'plain EXPLAIN says what it said before the run: the plan alone');
+SELECT doesnt_match(pg_temp.plain(:'q'), 'learned', 'plain EXPLAIN shows no learned size');
+SELECT matches((SELECT string_agg(l, E'\n') FROM pg_temp.verbose_lines(:'q') l),
+			   'MCC-DB Locality: .*sizes learned from the last run',
+			   'EXPLAIN (VERBOSE) shows the estimate the gate uses, with the learned sizes');
 
 SET LOCAL mccdb.learn_table_sizes = off;
 SELECT is(pg_temp.hash_table(:'q') ->> 'Size Source', 'planner', 'mccdb.learn_table_sizes = off: the planner''s estimate');

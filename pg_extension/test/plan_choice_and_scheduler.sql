@@ -11,6 +11,7 @@ SET LOCAL client_min_messages = warning;
 SET LOCAL jit = off;
 SET LOCAL max_parallel_workers_per_gather = 0;
 SET LOCAL mccdb.llc_size = '1MB';
+SET LOCAL mccdb.explain = on;
 
 CREATE TABLE pc_dim (k int PRIMARY KEY, grp int);
 CREATE TABLE pc_fact (k int, v int);

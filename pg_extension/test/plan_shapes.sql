@@ -10,6 +10,7 @@ SELECT plan(23);
 
 SET LOCAL jit = off;
 SET LOCAL mccdb.llc_size = '1MB';
+SET LOCAL mccdb.explain = on;
 CREATE TABLE a (k int PRIMARY KEY, g int, v int);
 CREATE TABLE b (k int PRIMARY KEY, g int);
 INSERT INTO a SELECT i, i % 50000, i FROM generate_series(1, 200000) i;

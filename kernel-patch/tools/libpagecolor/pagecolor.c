@@ -655,50 +655,83 @@ int pagecolor_drain(void)
 
 /* ------------------------------------------------------------- geometry */
 
-static int read_size(const char *path, long long *out)
+int pagecolor_parse_size(const char *text, long long *bytes)
 {
-	char buf[64], *end;
-	long long v;
+	const char *p = text;
+	long long v = 0, unit = 1;
 
-	if (read_file(path, buf, sizeof(buf)) < 0)
-		return -1;
-	errno = 0;
-	v = strtoll(buf, &end, 10);
-	if (errno || end == buf) {
+	if (!text || !bytes || !isdigit((unsigned char)*p)) {
 		errno = EINVAL;
 		return -1;
 	}
-	if (*end == 'K' || *end == 'k')
-		v *= 1024;
-	else if (*end == 'M' || *end == 'm')
-		v *= 1024 * 1024;
-	else if (*end == 'G' || *end == 'g')
-		v *= 1024LL * 1024 * 1024;
-	*out = v;
+	for (; isdigit((unsigned char)*p); p++) {
+		if (v > (LLONG_MAX - (*p - '0')) / 10) {
+			errno = ERANGE;
+			return -1;
+		}
+		v = v * 10 + (*p - '0');
+	}
+	switch (*p) {
+	case 'K': case 'k': unit = 1024LL; p++; break;
+	case 'M': case 'm': unit = 1024LL * 1024; p++; break;
+	case 'G': case 'g': unit = 1024LL * 1024 * 1024; p++; break;
+	default: break;
+	}
+	while (isspace((unsigned char)*p))
+		p++;
+	if (*p != '\0') {
+		errno = EINVAL;
+		return -1;
+	}
+	if (v > LLONG_MAX / unit) {
+		errno = ERANGE;
+		return -1;
+	}
+	*bytes = v * unit;
 	return 0;
 }
 
-int pagecolor_geometry(struct pagecolor_geometry *geo)
+/* The text of dir/index<idx>/<name> in buf; 0 or -1. */
+static int read_index_file(const char *dir, int idx, const char *name,
+			   char *buf, size_t len)
 {
-	const char *base = "/sys/devices/system/cpu/cpu0/cache";
-	char path[256], type[32];
+	char path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s/index%d/%s", dir, idx, name) >=
+	    (int)sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return read_file(path, buf, len) < 0 ? -1 : 0;
+}
+
+/* dir/index<idx>/<name> as a size (pagecolor_parse_size); 0 or -1. */
+static int read_index_size(const char *dir, int idx, const char *name,
+			   long long *out)
+{
+	char buf[64];
+
+	if (read_index_file(dir, idx, name, buf, sizeof(buf)) < 0)
+		return -1;
+	return pagecolor_parse_size(buf, out);
+}
+
+int pagecolor_llc_index(const char *cache_dir, int *index, int *level)
+{
+	char buf[64];
 	int idx, best = -1, best_level = -1;
 	long long v;
 
-	if (!geo) {
-		errno = EINVAL;
-		return -1;
-	}
-	memset(geo, 0, sizeof(*geo));
-	geo->page_size = sysconf(_SC_PAGESIZE);
-	for (idx = 0; idx < 16; idx++) {
-		snprintf(path, sizeof(path), "%s/index%d/type", base, idx);
-		if (read_file(path, type, sizeof(type)) < 0)
+	for (idx = 0; idx < PAGECOLOR_MAX_CACHE_INDEX; idx++) {
+		if (read_index_file(cache_dir, idx, "type", buf, sizeof(buf)) < 0)
 			break;
-		if (strncmp(type, "Instruction", 11) == 0)
+		buf[strcspn(buf, "\n")] = '\0';
+		if (strcmp(buf, "Instruction") == 0)
 			continue;
-		snprintf(path, sizeof(path), "%s/index%d/level", base, idx);
-		if (read_size(path, &v) < 0)
+		/* a level is a plain positive number ("3K" is none) */
+		if (read_index_file(cache_dir, idx, "level", buf, sizeof(buf)) < 0 ||
+		    strpbrk(buf, "KkMmGg") || pagecolor_parse_size(buf, &v) < 0 ||
+		    v <= 0 || v > INT_MAX)
 			continue;
 		if (v > best_level) {
 			best_level = (int)v;
@@ -709,26 +742,45 @@ int pagecolor_geometry(struct pagecolor_geometry *geo)
 		errno = ENOENT;
 		return -1;
 	}
-	geo->level = best_level;
-	snprintf(path, sizeof(path), "%s/index%d/size", base, best);
-	if (read_size(path, &v) == 0)
+	*index = best;
+	*level = best_level;
+	return 0;
+}
+
+int pagecolor_geometry_dir(const char *cache_dir, struct pagecolor_geometry *geo)
+{
+	int best;
+	long long v;
+
+	if (!geo || !cache_dir) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(geo, 0, sizeof(*geo));
+	geo->page_size = sysconf(_SC_PAGESIZE);
+	if (pagecolor_llc_index(cache_dir, &best, &geo->level) < 0)
+		return -1;
+	if (read_index_size(cache_dir, best, "size", &v) == 0)
 		geo->size = v;
-	snprintf(path, sizeof(path), "%s/index%d/ways_of_associativity", base,
-		 best);
-	if (read_size(path, &v) == 0)
+	if (read_index_size(cache_dir, best, "ways_of_associativity", &v) == 0 &&
+	    v <= INT_MAX)
 		geo->ways = (int)v;
-	snprintf(path, sizeof(path), "%s/index%d/coherency_line_size", base,
-		 best);
-	if (read_size(path, &v) == 0)
+	if (read_index_size(cache_dir, best, "coherency_line_size", &v) == 0 &&
+	    v <= INT_MAX)
 		geo->line_size = (int)v;
-	snprintf(path, sizeof(path), "%s/index%d/number_of_sets", base, best);
-	if (read_size(path, &v) == 0)
+	if (read_index_size(cache_dir, best, "number_of_sets", &v) == 0 &&
+	    v <= INT_MAX)
 		geo->sets = (int)v;
-	snprintf(path, sizeof(path), "%s/index%d/shared_cpu_list", base, best);
-	if (read_file(path, geo->shared_cpus, sizeof(geo->shared_cpus)) >= 0)
+	if (read_index_file(cache_dir, best, "shared_cpu_list", geo->shared_cpus,
+			    sizeof(geo->shared_cpus)) == 0)
 		geo->shared_cpus[strcspn(geo->shared_cpus, "\n")] = '\0';
 	if (geo->size > 0 && geo->ways > 0 && geo->page_size > 0)
 		geo->colors = (int)(geo->size /
 				    ((long long)geo->ways * geo->page_size));
 	return 0;
+}
+
+int pagecolor_geometry(struct pagecolor_geometry *geo)
+{
+	return pagecolor_geometry_dir(PAGECOLOR_CPU0_CACHE_DIR, geo);
 }

@@ -181,6 +181,30 @@ struct pagecolor_geometry {
 /* Returns 0, or -1 with errno ENOENT when no unified/data cache is listed. */
 int pagecolor_geometry(struct pagecolor_geometry *geo);
 
+/*
+ * The one reader of sysfs cache descriptions, shared with the mccdb
+ * extension (which reads every CPU's, under a root tests can move).
+ * cache_dir is laid out like /sys/devices/system/cpu/cpuN/cache.
+ */
+#define PAGECOLOR_CPU0_CACHE_DIR "/sys/devices/system/cpu/cpu0/cache"
+#define PAGECOLOR_MAX_CACHE_INDEX 16	/* index0..index15 */
+/* pagecolor_geometry() of the cache described under cache_dir. */
+int pagecolor_geometry_dir(const char *cache_dir, struct pagecolor_geometry *geo);
+/*
+ * The last-level cache under cache_dir: the indexN of the highest level
+ * whose type is not Instruction, and that level.  0, or -1 with errno
+ * ENOENT when none is listed.
+ */
+int pagecolor_llc_index(const char *cache_dir, int *index, int *level);
+/*
+ * A cache size as sysfs prints it: decimal digits, then an optional unit
+ * K, M or G (either case, powers of 1024), then optional white space (the
+ * newline).  "32K", "1024K\n", "8M" and "8192K" are sizes; "-1", "8 M",
+ * "8MB" and "" are not.  0 with *bytes set, or -1 with errno EINVAL (not a
+ * size) or ERANGE (too large).
+ */
+int pagecolor_parse_size(const char *text, long long *bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,11 +8,12 @@ Restarts the project cluster the libpq environment points at
 (scripts/pg-cluster.sh restart).
 """
 import os
+import subprocess
 
 import psycopg
 import pytest
 
-from conftest import GATE_SETTINGS, cluster, configure, connect, query, server_log
+from conftest import GATE_SETTINGS, ROOT, cluster, configure, connect, query, server_log
 
 FILES = ("mccdb_learned.stat", "mccdb_table_sizes.stat")
 
@@ -30,12 +31,18 @@ def server():
         c.execute("select pg_reload_conf()")
 
 
+def explain_mccdb(c, sql):
+    """The MCC-DB group of EXPLAIN (VERBOSE): the sizes the gate uses."""
+    c.execute("set mccdb.explain = on")
+    return c.execute("explain (verbose, format json) " + sql).fetchone()[0][0]["MCC-DB"]
+
+
 def learned(c, sql):
     stats = c.execute("select queryid, admissions, coruns from mccdb_query_stats "
                       "where queryid = (select queryid from mccdb_query_stats order by admissions desc limit 1)"
                       ).fetchone()
     rate = c.execute("select seconds_per_cost, rate_samples from mccdb_run_time_model()").fetchone()
-    plan = c.execute("explain (format json) " + sql).fetchone()[0][0]["MCC-DB"]
+    plan = explain_mccdb(c, sql)
     sources = sorted(t["Size Source"] for t in plan["Tables"])
     return stats, rate, sources
 
@@ -75,7 +82,7 @@ def test_a_damaged_state_file_is_ignored_with_a_log_line(server):
         cluster("restart")
     with connect() as c:
         assert c.execute("select count(*) from mccdb_query_stats").fetchone()[0] == 0
-        plan = c.execute("explain (format json) " + sql).fetchone()[0][0]["MCC-DB"]
+        plan = explain_mccdb(c, sql)
         assert {t["Size Source"] for t in plan["Tables"]} == {"planner"}
     for name in FILES:
         assert f'ignoring invalid file "pg_stat/{name}"' in log.text, log.text[-2000:]
@@ -95,7 +102,7 @@ def test_a_truncated_sizes_file_is_ignored_whole(server):
     path.write_bytes(data[:header + entry + entry // 2])
     cluster("restart")
     with connect() as c:
-        plan = c.execute("explain (format json) " + sql).fetchone()[0][0]["MCC-DB"]
+        plan = explain_mccdb(c, sql)
         assert {t["Size Source"] for t in plan["Tables"]} == {"planner"}
 
 
@@ -109,11 +116,12 @@ def counters_and_learned(c, sql):
     return stats[1:], (stats[0], alone, rate, sources)
 
 
-def test_the_counters_are_where_pg_stat_views_keep_theirs(server):
-    # 18: a kind of the server's cumulative statistics, in pg_stat/pgstat.stat
-    # with every pg_stat view's; removing that file loses them and keeps what
-    # mccdb learned.  Before 18 mccdb's own file keeps both.
+def test_the_counters_are_kept_in_mccdbs_file_by_default(server):
+    # mccdb.stats_kind = 0 (the default, and the only way before 18):
+    # mccdb's own file keeps them, whatever happens to the server's
     server.execute("select mccdb_learned_reset(), mccdb_query_stats_reset()")
+    if PG_MAJOR >= 18:
+        assert server.execute("show mccdb.stats_kind").fetchone()[0] == "0"
     configure(server, schedule="predictive")
     sql = query(server, "q2.1", "ssb")
     run_gated(sql, 2)
@@ -123,41 +131,71 @@ def test_the_counters_are_where_pg_stat_views_keep_theirs(server):
     (dir_ / "data" / "pg_stat" / "pgstat.stat").unlink()
     cluster("restart")
     with connect() as c:
-        counts_after, known_after = counters_and_learned(c, sql)
-    assert known_after == known, "the learned run times, rate and sizes are mccdb's"
-    if PG_MAJOR >= 18:
-        assert counts_after == (0, 0), "the counters went with the server's statistics file"
-    else:
-        assert counts_after == counts, "mccdb's file keeps the counters"
+        assert counters_and_learned(c, sql) == (counts, known), "mccdb's file keeps the counters"
+
+
+def seq_scans(c, table):
+    return c.execute("select seq_scan from pg_stat_user_tables where relname = %s",
+                     (table,)).fetchone()[0]
+
+
+def test_by_default_a_start_without_mccdb_keeps_the_servers_statistics(server):
+    # With a custom kind in pgstat.stat, a start without it discards the
+    # whole file (docs/usage.md, uninstalling); by default there is none.
+    configure(server, schedule="predictive")
+    run_gated(query(server, "q2.1", "ssb"), 1)
+    server.execute("drop table if exists stats_kept; create table stats_kept (i int)")
+    for _ in range(3):
+        server.execute("select count(*) from stats_kept")
+    server.execute("select pg_stat_force_next_flush()")
+    assert seq_scans(server, "stats_kept") >= 3
+    name = os.environ["MCCDB_CLUSTER"]
+    try:
+        with server_log() as log:
+            subprocess.run([str(ROOT / "scripts" / "pg-cluster.sh"), "preload", name, "off"],
+                           check=True, stdout=subprocess.DEVNULL)
+        with connect() as c:
+            assert seq_scans(c, "stats_kept") >= 3, "the statistics file was kept"
+        assert "could not find information of kind" not in log.text, log.text[-2000:]
+    finally:
+        subprocess.run([str(ROOT / "scripts" / "pg-cluster.sh"), "preload", name, "on"],
+                       check=True, stdout=subprocess.DEVNULL)
+        with connect() as c:
+            c.execute("drop table stats_kept")
 
 
 @pytest.mark.skipif(PG_MAJOR < 18, reason="custom cumulative statistics kinds are PostgreSQL 18's")
-def test_stats_kind_0_keeps_the_counters_in_mccdbs_memory(server):
-    configure(server, schedule="predictive")
-    run_gated(query(server, "q2.1", "ssb"), 1)     # an entry of kind 27 in the statistics
-    server.execute("alter system set mccdb.stats_kind = 0")
+def test_stats_kind_24_puts_the_counters_where_pg_stat_views_keep_theirs(server):
+    # an ID (24 is PGSTAT_KIND_EXPERIMENTAL): a kind of the server's
+    # cumulative statistics, in pg_stat/pgstat.stat with every pg_stat
+    # view's; removing that file loses them and keeps what mccdb learned
+    server.execute("alter system set mccdb.stats_kind = 24")
     try:
-        with server_log() as log:
-            cluster("restart")
-        # as docs/usage.md warns: the whole statistics file goes
-        assert "could not find information of kind" in log.text, log.text[-2000:]
+        cluster("restart")
         with connect() as c:
-            assert c.execute("show mccdb.stats_kind").fetchone()[0] == "0"
-            c.execute("select mccdb_query_stats_reset()")
+            assert c.execute("show mccdb.stats_kind").fetchone()[0] == "24"
+            c.execute("select mccdb_learned_reset(), mccdb_query_stats_reset()")
             configure(c, schedule="predictive")
             sql = query(c, "q2.1", "ssb")
         run_gated(sql, 2)
         with connect() as c:
-            counts, _ = counters_and_learned(c, sql)
+            counts, known = counters_and_learned(c, sql)
         assert counts[0] >= 2, counts
-        # and they survive a clean restart in mccdb's file
+        dir_ = cluster("stop")
+        (dir_ / "data" / "pg_stat" / "pgstat.stat").unlink()
         cluster("restart")
         with connect() as c:
-            assert counters_and_learned(c, sql)[0] == counts
+            counts_after, known_after = counters_and_learned(c, sql)
+        assert known_after == known, "the learned run times, rate and sizes are mccdb's"
+        assert counts_after == (0, 0), "the counters went with the server's statistics file"
+        run_gated(sql, 1)
     finally:
         with connect() as c:
             c.execute("alter system reset mccdb.stats_kind")
-        cluster("restart")
+        # as docs/usage.md warns: back to 0, the whole statistics file goes
+        with server_log() as log:
+            cluster("restart")
+    assert "could not find information of kind" in log.text, log.text[-2000:]
 
 
 @pytest.mark.skipif(PG_MAJOR < 18, reason="custom cumulative statistics kinds are PostgreSQL 18's")

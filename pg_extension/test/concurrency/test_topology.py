@@ -107,3 +107,42 @@ def test_the_root_is_for_superusers():
         finally:
             c.execute("reset role")
             c.execute("drop role mccdb_topology_nobody")
+
+
+@pytest.mark.parametrize("size", ["16384K", "16M", "16m", "16384k", "16777216"])
+def test_the_cache_geometry_and_the_domains_read_the_same_sizes(machine, size):
+    """One reader (libpagecolor) of the made-up tree for both: C (cpu0's
+    LLC) and the domains' cache sizes, whichever way sysfs spells the size."""
+    root, start = machine
+    make_machine(root, "0-3", domains_of([[0, 1, 2], [3]]), size=size)
+    rows, _ = start()
+    with connect() as c:
+        geo = c.execute("select level, size_bytes, shared_cpu_list, shared_cpus, llc_bytes "
+                        "from mccdb_cache_geometry()").fetchone()
+    assert [(r[3], r[4]) for r in rows] == [(3, 16 * MB)] * 2, rows
+    assert geo == (3, 16 * MB, "0-2", 3, 16 * MB), geo
+
+
+def test_the_source_names_the_root_only_to_roles_that_may_read_it(machine):
+    """mccdb.cpu_topology_root is superuser-only (as SHOW says); the view is
+    for everyone, so others see why without the directory."""
+    root, start = machine
+    make_machine(root, "0-3", domains_of([[0, 1], [2, 3]]))
+    (root / "online").unlink()
+    rows, _ = start()
+    assert str(root) in rows[0][5], rows
+    with connect() as c:
+        c.execute("create role mccdb_topology_plain")
+        c.execute("create role mccdb_topology_settings in role pg_read_all_settings")
+        try:
+            for role, sees in (("mccdb_topology_plain", False), ("mccdb_topology_settings", True)):
+                c.execute(f"set role {role}")
+                source = c.execute("select source from mccdb_llc_domains").fetchone()[0]
+                c.execute("reset role")
+                assert source.startswith("one domain: "), (role, source)
+                assert (str(root) in source) == sees, (role, source)
+                assert ("online" in source) and ("/sys" not in source or sees), (role, source)
+        finally:
+            c.execute("reset role")
+            c.execute("drop role mccdb_topology_plain")
+            c.execute("drop role mccdb_topology_settings")

@@ -11,6 +11,7 @@ SELECT plan(16);
 
 SET LOCAL jit = off;
 SET LOCAL max_parallel_workers_per_gather = 0;
+SET LOCAL mccdb.explain = on;
 
 -- EXPLAIN ANALYZE in JSON: the MCC-DB group has estimate and actual per table
 CREATE FUNCTION pg_temp.explain_analyze(q text) RETURNS json LANGUAGE plpgsql AS $$
