@@ -67,8 +67,10 @@ extern void mccdb_locality_init(void);
 extern const char *mccdb_locality_class_name(MccdbLocalityClass cls);
 extern int	mccdb_locality_class_from_name(const char *name);
 
-/* A plan's cost without the disable_cost that enable_* = off adds per node. */
-extern Cost mccdb_real_cost(Plan *plan);
+/* A plan's cost without the disable_cost that enable_* = off added. */
+extern Cost mccdb_real_cost(PlannedStmt *stmt);
+/* Take that disable_cost out of the plan's nodes themselves. */
+extern void mccdb_strip_disable_cost(PlannedStmt *stmt);
 extern const char *mccdb_table_kind_name(MccdbTableKind kind, bool capitalised);
 extern char *mccdb_locality_describe(const MccdbLocality *loc);
 extern char *mccdb_format_bytes(double bytes);

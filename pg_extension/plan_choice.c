@@ -9,8 +9,9 @@
  * hash-join plan (nested loops and merge joins disabled) and an
  * index-nested-loop plan (hash and merge joins, materialize and memoize
  * disabled).  A disabled method the planner still had to use costs
- * disable_cost per node; that is stripped before costs are compared, so a
- * forced plan competes with its real cost.
+ * disable_cost per node before PostgreSQL 18; that is taken out of the
+ * candidate's nodes (mccdb_strip_disable_cost) while the settings are still
+ * in force, so a forced plan competes, and later runs, with its real cost.
  *
  * Policies (mccdb.plan_policy):
  *	sls		the cheapest strong candidate, else the cheapest weak one (it
@@ -82,10 +83,14 @@ next_planner(Query *parse, const char *query_string, int cursorOptions,
 	return standard_planner(parse, query_string, cursorOptions, boundParams);
 }
 
-/* Plan a copy of the query with some join methods disabled. */
+/*
+ * Plan a copy of the query with some join methods disabled; its real cost.
+ * A plan made with methods disabled loses their disable_cost: it is the
+ * cost it has later too, when those settings are gone.
+ */
 static PlannedStmt *
 plan_candidate(const CandidateKind *kind, Query *parse, const char *query_string,
-			   int cursorOptions, ParamListInfo boundParams)
+			   int cursorOptions, ParamListInfo boundParams, Cost *cost)
 {
 	int			nestlevel = NewGUCNestLevel();
 	PlannedStmt *plan;
@@ -98,6 +103,14 @@ plan_candidate(const CandidateKind *kind, Query *parse, const char *query_string
 	{
 		plan = next_planner(copyObject(parse), query_string, cursorOptions,
 							boundParams);
+		/* while the settings that shaped it are in force */
+		if (kind->disable[0] != NULL)
+		{
+			mccdb_strip_disable_cost(plan);
+			*cost = plan->planTree->total_cost;
+		}
+		else
+			*cost = mccdb_real_cost(plan);
 	}
 	PG_FINALLY();
 	{
@@ -127,8 +140,7 @@ mccdb_generate_candidates(Query *parse, const char *query_string,
 
 			c->name = candidate_kinds[i].name;
 			c->plan = plan_candidate(&candidate_kinds[i], parse, query_string,
-									 cursorOptions, boundParams);
-			c->cost = mccdb_real_cost(c->plan->planTree);
+									 cursorOptions, boundParams, &c->cost);
 			mccdb_estimate_locality(c->plan, &loc);
 			c->cls = loc.cls;
 			c->bytes = loc.bytes;
@@ -322,7 +334,7 @@ mccdb_planner(Query *parse, const char *query_string, int cursorOptions,
 		uint64		queryid = parse->queryId;
 		PlannedStmt *plan = next_planner(parse, query_string, cursorOptions, boundParams);
 
-		remember_cost(queryid, mccdb_real_cost(plan->planTree));
+		remember_cost(queryid, mccdb_real_cost(plan));
 		return plan;
 	}
 	mccdb_generate_candidates(parse, query_string, cursorOptions, boundParams,

@@ -92,6 +92,7 @@ mccdb_statement_begin(QueryDesc *queryDesc, bool top)
 	st->cxt = cxt;
 	st->level = nesting_level;
 	st->top = top;
+	st->real_cost = mccdb_real_cost(queryDesc->plannedstmt);
 	cb->func = statement_context_reset;
 	cb->arg = st;
 	MemoryContextRegisterResetCallback(cxt, cb);

@@ -44,6 +44,7 @@ typedef struct MccdbStatement
 	int			level;			/* execution nesting level at ExecutorStart */
 	bool		top;			/* level 0, really executed, not a parallel worker */
 	bool		explain;		/* the plan an EXPLAIN in progress shows */
+	Cost		real_cost;		/* the plan's cost without disable_cost (locality.h) */
 	bool		have_locality;
 	MccdbLocality locality;		/* estimated once, by mccdb_statement_locality() */
 	const struct MccdbPlanChoice *plan_choice;	/* candidates, if the planner chose */
