@@ -1070,7 +1070,7 @@ gate_applies(MccdbStatement *st)
 		mccdb_nesting_level() == 0 &&
 		!creating_extension &&
 		queryDesc->operation == CMD_SELECT &&
-		mccdb_real_cost(stmt->planTree) >= min_cost &&
+		st->real_cost >= min_cost &&
 		!is_own_statement(stmt);
 }
 
@@ -1180,7 +1180,7 @@ wait_for_admission(MccdbStatement *st)
 	e->seq = adm->next_seq++;
 	e->since = enqueued;
 	e->queryid = st->queryDesc->plannedstmt->queryId;
-	e->cost = mccdb_real_cost(st->queryDesc->plannedstmt->planTree);
+	e->cost = st->real_cost;
 	e->predicted = predict_seconds(e->queryid, e->cls, e->cost, enqueued);
 	holding = true;
 	holding_statement = st;

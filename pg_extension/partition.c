@@ -314,7 +314,7 @@ mccdb_partition_statement_start(MccdbStatement *st)
 	if (backend == PARTITION_NONE)
 		return;
 	restore();
-	if (mccdb_real_cost(st->queryDesc->plannedstmt->planTree) < partition_min_cost)
+	if (st->real_cost < partition_min_cost)
 		return;
 	loc = mccdb_statement_locality(st);
 	if (backend == PARTITION_COLORS && loc->cls != MCCDB_WEAK)
