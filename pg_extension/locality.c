@@ -514,13 +514,69 @@ scanned_relation(Plan *plan, PlannedStmt *stmt)
 	}
 }
 
+/* The OIDs of the base relations a subtree scans, each once. */
+static List *
+scanned_relids(Plan *plan, PlannedStmt *stmt, List *relids)
+{
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return relids;
+	check_stack_depth();
+	switch (nodeTag(plan))
+	{
+		case T_SeqScan:
+		case T_SampleScan:
+		case T_IndexScan:
+		case T_IndexOnlyScan:
+		case T_BitmapHeapScan:
+		case T_TidScan:
+		case T_TidRangeScan:
+			{
+				Index		rti = ((Scan *) plan)->scanrelid;
+
+				if (rti > 0 && rti <= list_length(stmt->rtable) &&
+					rt_fetch(rti, stmt->rtable)->rtekind == RTE_RELATION)
+					relids = list_append_unique_oid(relids,
+													rt_fetch(rti, stmt->rtable)->relid);
+				break;
+			}
+		case T_Append:
+			foreach(lc, ((Append *) plan)->appendplans)
+				relids = scanned_relids(lfirst(lc), stmt, relids);
+			break;
+		case T_MergeAppend:
+			foreach(lc, ((MergeAppend *) plan)->mergeplans)
+				relids = scanned_relids(lfirst(lc), stmt, relids);
+			break;
+		case T_SubqueryScan:
+			relids = scanned_relids(((SubqueryScan *) plan)->subplan, stmt, relids);
+			break;
+		default:
+			break;
+	}
+	relids = scanned_relids(outerPlan(plan), stmt, relids);
+	return scanned_relids(innerPlan(plan), stmt, relids);
+}
+
 static MccdbTable *
 new_table(MccdbTableKind kind, Plan *node, WalkState *w)
 {
 	MccdbTable *t = palloc0(sizeof(MccdbTable));
+	List	   *relids = scanned_relids(node, w->stmt, NIL);
+	ListCell   *lc;
 
 	t->kind = kind;
 	t->plan_node_id = node->plan_node_id;
+	list_sort(relids, list_oid_cmp);
+	t->nrelids = list_length(relids);
+	foreach(lc, relids)
+	{
+		if (foreach_current_index(lc) >= MCCDB_TABLE_RELIDS)
+			break;
+		t->relids[foreach_current_index(lc)] = lfirst_oid(lc);
+	}
+	list_free(relids);
 	t->actual_bytes = -1;
 	t->actual_rows = -1;
 	t->actual_nbatch = -1;

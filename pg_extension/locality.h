@@ -31,11 +31,16 @@ typedef enum MccdbTableKind
 	MCCDB_RESCANNED_INNER		/* inner of a nested loop without an index */
 } MccdbTableKind;
 
+/* Relation OIDs a table keeps to tell it from another node of that id. */
+#define MCCDB_TABLE_RELIDS 8
+
 /* One reused structure of the plan, estimated and (after execution) measured. */
 typedef struct MccdbTable
 {
 	MccdbTableKind kind;
 	int			plan_node_id;	/* the Hash, Agg, SetOp or inner node */
+	int			nrelids;		/* base relations the node's subtree scans */
+	Oid			relids[MCCDB_TABLE_RELIDS];	/* the first of them, in OID order */
 	char	   *relation;		/* alias of the base relation it holds, or NULL */
 	double		rows;			/* planner's row estimate */
 	int			width;			/* planner's width estimate */
