@@ -77,6 +77,24 @@ extern Cost mccdb_real_cost(PlannedStmt *stmt);
 /* Take that disable_cost out of the plan's nodes themselves. */
 extern void mccdb_strip_disable_cost(PlannedStmt *stmt);
 extern const char *mccdb_table_kind_name(MccdbTableKind kind, bool capitalised);
+
+/*
+ * A size or row count held as a double, as a bigint for SQL and EXPLAIN:
+ * plan row estimates reach 1e100, and (int64) of a double out of its range
+ * is undefined behaviour.  Out of range is the nearest bound; NaN is 0.
+ */
+static inline int64
+mccdb_double_to_int64(double v)
+{
+	if (v != v)
+		return 0;
+	if (v >= (double) PG_INT64_MAX)
+		return PG_INT64_MAX;
+	if (v <= (double) PG_INT64_MIN)
+		return PG_INT64_MIN;
+	return (int64) v;
+}
+
 extern char *mccdb_locality_describe(const MccdbLocality *loc);
 extern char *mccdb_format_bytes(double bytes);
 
