@@ -48,24 +48,15 @@ static ExplainState *current_es = NULL;
 static PlannedStmt *current_plan = NULL;
 #endif
 
-/* Plan as EXPLAIN does, telling the planner hook that EXPLAIN plans. */
+/* Plan as EXPLAIN does. */
 static void
 explain_one_query(Query *query, int cursorOptions, IntoClause *into,
 				  ExplainState *es, const char *queryString,
 				  ParamListInfo params, QueryEnvironment *queryEnv)
 {
 #if MCCDB_HAVE_EXPLAIN_HOOKS
-	mccdb_set_planning_for_explain(true);
-	PG_TRY();
-	{
-		standard_ExplainOneQuery(query, cursorOptions, into, es, queryString,
-								 params, queryEnv);
-	}
-	PG_FINALLY();
-	{
-		mccdb_set_planning_for_explain(false);
-	}
-	PG_END_TRY();
+	standard_ExplainOneQuery(query, cursorOptions, into, es, queryString,
+							 params, queryEnv);
 #else
 	/* the standard planning step of ExplainOneQuery(), static before 18 */
 	PlannedStmt *plan;
@@ -78,16 +69,7 @@ explain_one_query(Query *query, int cursorOptions, IntoClause *into,
 		bufusage_start = pgBufferUsage;
 	INSTR_TIME_SET_CURRENT(planstart);
 
-	mccdb_set_planning_for_explain(true);
-	PG_TRY();
-	{
-		plan = pg_plan_query(query, queryString, cursorOptions, params);
-	}
-	PG_FINALLY();
-	{
-		mccdb_set_planning_for_explain(false);
-	}
-	PG_END_TRY();
+	plan = pg_plan_query(query, queryString, cursorOptions, params);
 
 	INSTR_TIME_SET_CURRENT(planduration);
 	INSTR_TIME_SUBTRACT(planduration, planstart);
@@ -148,6 +130,28 @@ mccdb_ExplainOneQuery(Query *query, int cursorOptions, IntoClause *into,
 #if MCCDB_HAVE_EXPLAIN_HOOKS
 static void explain_statement(MccdbStatement *st, ExplainState *es);
 
+/* The locality (and, under ANALYZE, the actual sizes) of an explained statement. */
+typedef struct EstimateArgs
+{
+	MccdbStatement *st;
+	bool		analyze;
+} EstimateArgs;
+
+static void
+estimate_statement(void *arg)
+{
+	EstimateArgs *a = arg;
+	MccdbLocality *loc = mccdb_statement_locality(a->st);
+
+	if (a->analyze)
+	{
+		MemoryContext old = MemoryContextSwitchTo(a->st->cxt);
+
+		mccdb_measure_tables(a->st->queryDesc->planstate, loc);
+		MemoryContextSwitchTo(old);
+	}
+}
+
 /* EXPLAIN (MCCDB [boolean]): what this EXPLAIN shows, kept in its state. */
 static void
 explain_option_mccdb(ExplainState *es, DefElem *opt, ParseState *pstate)
@@ -172,8 +176,8 @@ mccdb_explain_per_plan(PlannedStmt *plannedstmt, IntoClause *into,
 					   ParamListInfo params, QueryEnvironment *queryEnv)
 {
 	bool	   *show = GetExplainExtensionState(es, explain_extension_id);
-	MemoryContext old = CurrentMemoryContext;
 	MccdbStatement *st;
+	EstimateArgs args;
 
 	if (prev_explain_per_plan)
 		prev_explain_per_plan(plannedstmt, into, es, queryString, params, queryEnv);
@@ -182,23 +186,11 @@ mccdb_explain_per_plan(PlannedStmt *plannedstmt, IntoClause *into,
 	st = mccdb_statement_find_plan(plannedstmt);
 	if (st == NULL)
 		return;
-	PG_TRY();
-	{
-		MccdbLocality *loc = mccdb_statement_locality(st);
-
-		if (es->analyze)
-		{
-			MemoryContextSwitchTo(st->cxt);
-			mccdb_measure_tables(st->queryDesc->planstate, loc);
-			MemoryContextSwitchTo(old);
-		}
+	/* a failed estimate is a WARNING, the EXPLAIN goes on without it */
+	args.st = st;
+	args.analyze = es->analyze;
+	if (mccdb_estimate_guarded(estimate_statement, &args))
 		explain_statement(st, es);
-	}
-	PG_CATCH();
-	{
-		mccdb_estimation_failed(old);
-	}
-	PG_END_TRY();
 }
 #endif
 
