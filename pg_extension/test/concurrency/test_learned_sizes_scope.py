@@ -53,12 +53,15 @@ def test_a_size_learned_in_one_database_is_not_used_in_its_copy(databases):
         assert "learned" in sources(a, JOIN)
     databases.execute(f"create database {B} template {A}")
     with session(B) as b:
+        # one row each, not analysed yet (autovacuum's threshold is 50 rows):
+        # the planner still hashes dim, in the node of the same id
         b.execute("truncate dim, fact")
         b.execute("insert into dim values (1, 1)")
         b.execute("insert into fact values (1, 1)")
-        b.execute("analyze dim, fact")
+        plan = b.execute("explain (format json) " + JOIN).fetchone()[0][0]["MCC-DB"]
+        assert [(t["Kind"], t.get("Relation")) for t in plan["Tables"]] == [("Hash Join", "dim")], plan
         got = sources(b, JOIN)
-        assert got and "learned" not in got, got
+        assert got == ["planner"], got
 
 
 def test_a_size_learned_for_one_node_is_not_used_for_another_of_its_id(databases):
