@@ -46,3 +46,32 @@ def test_a_deferred_trigger_at_commit_is_not_a_client_statement(ctl):
     finally:
         ctl.execute("drop table if exists mccdb_deferred_t, mccdb_deferred_log")
         ctl.execute("drop function if exists mccdb_deferred_f()")
+
+
+def test_an_event_trigger_s_query_is_not_a_client_statement(ctl):
+    """An event trigger runs inside the client's DDL, at level 0 and in its
+    portal: the utility nests what it runs, as a function's statements are."""
+    ctl.execute("drop event trigger if exists mccdb_ddl_e")
+    ctl.execute("drop table if exists mccdb_ddl_log")
+    ctl.execute("create table mccdb_ddl_log (n bigint)")
+    ctl.execute(f"""create or replace function mccdb_ddl_f() returns event_trigger
+                    language plpgsql as $$
+                    declare n bigint;
+                    begin
+                        select ({EXPENSIVE}) into n;
+                        insert into mccdb_ddl_log values (n);
+                    end $$""")
+    ctl.execute("create event trigger mccdb_ddl_e on ddl_command_end "
+                "when tag in ('CREATE SEQUENCE') execute function mccdb_ddl_f()")
+    try:
+        configure(ctl, schedule="sls", min_cost=0)
+        ctl.execute("select mccdb_query_stats_reset()")
+        with connect() as c:
+            c.execute("create sequence mccdb_ddl_s")
+            assert admitted(ctl) == 0, "the event trigger's query went through the gate"
+        assert ctl.execute("select count(*) from mccdb_ddl_log where n > 0").fetchone()[0] == 1
+    finally:
+        ctl.execute("drop event trigger if exists mccdb_ddl_e")
+        ctl.execute("drop sequence if exists mccdb_ddl_s")
+        ctl.execute("drop table if exists mccdb_ddl_log")
+        ctl.execute("drop function if exists mccdb_ddl_f()")
