@@ -93,13 +93,6 @@ mccdb_monotonic_us(void)
 	return (int64) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* A size for a bigint column: doubles past int64 are clamped, not cast. */
-static int64
-bytes_as_int64(double bytes)
-{
-	return bytes >= (double) PG_INT64_MAX ? PG_INT64_MAX : (int64) Max(bytes, 0);
-}
-
 static const char *
 entry_state_name(EntryState state)
 {
@@ -337,7 +330,7 @@ mccdb_queue(PG_FUNCTION_ARGS)
 		values[1] = CStringGetTextDatum(entry_state_name(e->state));
 		values[2] = CStringGetTextDatum(MCCDB_QUEUE_OF(e->cls) == 0 ? "strong/moderate" : "weak");
 		values[3] = CStringGetTextDatum(mccdb_locality_class_name(e->cls));
-		values[4] = Int64GetDatum(bytes_as_int64(e->bytes));
+		values[4] = Int64GetDatum(mccdb_double_to_int64(e->bytes));
 		nulls[4] = !visible;
 		values[5] = Int32GetDatum(e->slots);
 		values[6] = TimestampTzGetDatum(e->since);

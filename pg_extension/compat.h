@@ -38,6 +38,11 @@
 #define MCCDB_HAVE_EXPLAIN_HOOKS	(PG_VERSION_NUM >= 180000)
 /* Wait events an extension names (17). */
 #define MCCDB_HAVE_CUSTOM_WAIT_EVENTS (PG_VERSION_NUM >= 170000)
+/*
+ * Plans count the nodes the enable_* settings disable apart from their
+ * cost (18); before, each such node costs disable_cost (1e10) more.
+ */
+#define MCCDB_HAVE_DISABLED_NODES	(PG_VERSION_NUM >= 180000)
 /* Kinds of cumulative statistics an extension registers (18). */
 #define MCCDB_HAVE_CUSTOM_PGSTAT	(PG_VERSION_NUM >= 180000)
 

@@ -55,24 +55,15 @@ static ExplainState *current_es = NULL;
 static PlannedStmt *current_plan = NULL;
 #endif
 
-/* Plan as EXPLAIN does, telling the planner hook that EXPLAIN plans. */
+/* Plan as EXPLAIN does. */
 static void
 explain_one_query(Query *query, int cursorOptions, IntoClause *into,
 				  ExplainState *es, const char *queryString,
 				  ParamListInfo params, QueryEnvironment *queryEnv)
 {
 #if MCCDB_HAVE_EXPLAIN_HOOKS
-	mccdb_set_planning_for_explain(true);
-	PG_TRY();
-	{
-		standard_ExplainOneQuery(query, cursorOptions, into, es, queryString,
-								 params, queryEnv);
-	}
-	PG_FINALLY();
-	{
-		mccdb_set_planning_for_explain(false);
-	}
-	PG_END_TRY();
+	standard_ExplainOneQuery(query, cursorOptions, into, es, queryString,
+							 params, queryEnv);
 #else
 	/* the standard planning step of ExplainOneQuery(), static before 18 */
 	PlannedStmt *plan;
@@ -85,16 +76,7 @@ explain_one_query(Query *query, int cursorOptions, IntoClause *into,
 		bufusage_start = pgBufferUsage;
 	INSTR_TIME_SET_CURRENT(planstart);
 
-	mccdb_set_planning_for_explain(true);
-	PG_TRY();
-	{
-		plan = pg_plan_query(query, queryString, cursorOptions, params);
-	}
-	PG_FINALLY();
-	{
-		mccdb_set_planning_for_explain(false);
-	}
-	PG_END_TRY();
+	plan = pg_plan_query(query, queryString, cursorOptions, params);
 
 	INSTR_TIME_SET_CURRENT(planduration);
 	INSTR_TIME_SUBTRACT(planduration, planstart);
@@ -155,6 +137,29 @@ mccdb_ExplainOneQuery(Query *query, int cursorOptions, IntoClause *into,
 #if MCCDB_HAVE_EXPLAIN_HOOKS
 static void explain_statement(MccdbStatement *st, ExplainState *es);
 
+/* The locality (and, under ANALYZE, the actual sizes) of an explained statement. */
+typedef struct EstimateArgs
+{
+	MccdbStatement *st;
+	bool		analyze;
+} EstimateArgs;
+
+static void
+estimate_statement(void *arg)
+{
+	EstimateArgs *a = arg;
+
+	/* a plain EXPLAIN estimates from the plan alone: explained_locality() */
+	if (a->analyze)
+	{
+		MccdbLocality *loc = mccdb_statement_locality(a->st);
+		MemoryContext old = MemoryContextSwitchTo(a->st->cxt);
+
+		mccdb_measure_tables(a->st->queryDesc->planstate, loc);
+		MemoryContextSwitchTo(old);
+	}
+}
+
 /* EXPLAIN (MCCDB [boolean]): what this EXPLAIN shows, kept in its state. */
 static void
 explain_option_mccdb(ExplainState *es, DefElem *opt, ParseState *pstate)
@@ -179,8 +184,8 @@ mccdb_explain_per_plan(PlannedStmt *plannedstmt, IntoClause *into,
 					   ParamListInfo params, QueryEnvironment *queryEnv)
 {
 	bool	   *show = GetExplainExtensionState(es, explain_extension_id);
-	MemoryContext old = CurrentMemoryContext;
 	MccdbStatement *st;
+	EstimateArgs args;
 
 	if (prev_explain_per_plan)
 		prev_explain_per_plan(plannedstmt, into, es, queryString, params, queryEnv);
@@ -189,23 +194,11 @@ mccdb_explain_per_plan(PlannedStmt *plannedstmt, IntoClause *into,
 	st = mccdb_statement_find_plan(plannedstmt);
 	if (st == NULL)
 		return;
-	PG_TRY();
-	{
-		if (es->analyze)
-		{
-			MccdbLocality *loc = mccdb_statement_locality(st);
-
-			MemoryContextSwitchTo(st->cxt);
-			mccdb_measure_tables(st->queryDesc->planstate, loc);
-			MemoryContextSwitchTo(old);
-		}
+	/* a failed estimate is a WARNING, the EXPLAIN goes on without it */
+	args.st = st;
+	args.analyze = es->analyze;
+	if (mccdb_estimate_guarded(estimate_statement, &args))
 		explain_statement(st, es);
-	}
-	PG_CATCH();
-	{
-		mccdb_estimation_failed(old);
-	}
-	PG_END_TRY();
 }
 #endif
 
@@ -296,7 +289,7 @@ explain_choice_structured(const MccdbPlanChoice *pc, ExplainState *es)
 		ExplainPropertyText("Name", c->name, es);
 		ExplainPropertyFloat("Cost", NULL, c->cost, 2, es);
 		ExplainPropertyText("Locality", mccdb_locality_class_name(c->cls), es);
-		ExplainPropertyInteger("Hash Table Bytes", NULL, (int64) c->bytes, es);
+		ExplainPropertyInteger("Hash Table Bytes", NULL, mccdb_double_to_int64(c->bytes), es);
 		ExplainPropertyBool("Kept", c->kept, es);
 		ExplainCloseGroup("Candidate", NULL, true, es);
 	}
@@ -342,8 +335,8 @@ explain_structured(const MccdbLocality *loc, const MccdbPlanChoice *pc,
 	ExplainOpenGroup("MCC-DB", "MCC-DB", true, es);
 	ExplainPropertyText("Locality", mccdb_locality_class_name(loc->cls), es);
 	ExplainPropertyText("Basis", loc->basis, es);
-	ExplainPropertyInteger("Hash Table Bytes", NULL, (int64) loc->bytes, es);
-	ExplainPropertyInteger("LLC Bytes", NULL, (int64) loc->llc_bytes, es);
+	ExplainPropertyInteger("Hash Table Bytes", NULL, mccdb_double_to_int64(loc->bytes), es);
+	ExplainPropertyInteger("LLC Bytes", NULL, mccdb_double_to_int64(loc->llc_bytes), es);
 	if (pc)
 		explain_choice_structured(pc, es);
 	if (loc->tables == NIL)
@@ -364,14 +357,14 @@ explain_structured(const MccdbLocality *loc, const MccdbPlanChoice *pc,
 		ExplainPropertyBool("Counted", t->counted, es);
 		ExplainPropertyFloat("Estimated Rows", NULL, t->rows, 0, es);
 		ExplainPropertyInteger("Estimated Width", NULL, t->width, es);
-		ExplainPropertyInteger("Estimated Bytes", NULL, (int64) t->bytes, es);
+		ExplainPropertyInteger("Estimated Bytes", NULL, mccdb_double_to_int64(t->bytes), es);
 		ExplainPropertyText("Size Source", t->learned ? "learned" : "planner", es);
 		if (t->learned)
-			ExplainPropertyInteger("Planner Bytes", NULL, (int64) t->planner_bytes, es);
+			ExplainPropertyInteger("Planner Bytes", NULL, mccdb_double_to_int64(t->planner_bytes), es);
 		if (es->analyze && t->actual_rows >= 0)
 			ExplainPropertyFloat("Actual Rows", NULL, t->actual_rows, 0, es);
 		if (es->analyze && t->actual_bytes >= 0)
-			ExplainPropertyInteger("Actual Bytes", NULL, (int64) t->actual_bytes, es);
+			ExplainPropertyInteger("Actual Bytes", NULL, mccdb_double_to_int64(t->actual_bytes), es);
 		ExplainCloseGroup("Table", NULL, true, es);
 	}
 	ExplainCloseGroup("Tables", "Tables", false, es);

@@ -451,7 +451,7 @@ gate_applies(MccdbStatement *st)
 		mccdb_nesting_level() == 0 &&
 		!creating_extension &&
 		queryDesc->operation == CMD_SELECT &&
-		mccdb_real_cost(stmt->planTree) >= mccdb_schedule_min_cost_value() &&
+		st->real_cost >= mccdb_schedule_min_cost_value() &&
 		!is_own_statement(stmt);
 }
 
@@ -578,7 +578,7 @@ wait_for_admission(MccdbStatement *st)
 	e->since_us = enqueued_us;
 	e->since = GetCurrentTimestamp();
 	e->queryid = st->queryDesc->plannedstmt->queryId;
-	e->cost = mccdb_real_cost(st->queryDesc->plannedstmt->planTree);
+	e->cost = st->real_cost;
 	key = entry_key(e);
 	e->predicted = mccdb_predict_seconds(&key, e->cost, enqueued_us);
 	holding = true;

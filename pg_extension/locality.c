@@ -31,6 +31,7 @@
 
 #include "access/htup_details.h"
 #include "cache_geometry.h"
+#include "compat.h"
 #include "executor/hashjoin.h"
 #include "executor/nodeAgg.h"
 #include "executor/nodeHash.h"
@@ -85,13 +86,246 @@ mccdb_locality_class_name(MccdbLocalityClass cls)
 	return "weak";
 }
 
-/* A plan's cost without the disable_cost that enable_* = off adds per node. */
-Cost
-mccdb_real_cost(Plan *plan)
+#if !MCCDB_HAVE_DISABLED_NODES
+/*
+ * Before PostgreSQL 18 a path the enable_* settings rule out is not left
+ * out but made dearer: cost_seqscan() and its siblings add disable_cost
+ * (1e10) to its startup cost, and every node above carries it on.  The
+ * node's cost alone cannot tell that apart from a real cost above 1e10 (a
+ * cross join of two large inputs costs more than that), so the plan is
+ * walked instead: each node that one of the settings in force disables
+ * counts once, as costsize.c adds it, and a nested loop counts its inner's
+ * once per rescan, as initial_cost_nestloop() does.  A penalty no setting
+ * asked for (a hash join whose most common value overflows hash_mem) is
+ * the planner's real opinion and stays.
+ *
+ * DisabledCost is how many disable_costs a node's startup and total cost
+ * hold.
+ */
+typedef struct DisabledCost
 {
-	Cost		c = plan->total_cost;
+	double		startup;
+	double		total;
+} DisabledCost;
 
-	return c - floor(c / disable_cost) * disable_cost;
+static void disabled_in(Plan *plan, PlannedStmt *stmt, bool subtract,
+						DisabledCost *d);
+
+/* Does a setting in force now add disable_cost to this node itself? */
+static bool
+node_is_disabled(Plan *plan)
+{
+	switch (nodeTag(plan))
+	{
+		case T_SeqScan:
+			return !enable_seqscan;
+		case T_IndexScan:
+		case T_IndexOnlyScan:
+			return !enable_indexscan;
+		case T_BitmapHeapScan:
+			return !enable_bitmapscan;
+		case T_TidScan:
+		case T_TidRangeScan:
+			return !enable_tidscan;
+		case T_Sort:
+			return !enable_sort;
+		case T_NestLoop:
+			return !enable_nestloop;
+		case T_MergeJoin:
+			return !enable_mergejoin;
+		case T_HashJoin:
+			return !enable_hashjoin;
+		case T_Agg:
+			return ((Agg *) plan)->aggstrategy == AGG_HASHED && !enable_hashagg;
+		case T_GatherMerge:
+			return !enable_gathermerge;
+		default:
+			return false;
+	}
+}
+
+/* Is any setting that adds disable_cost off?  (Else there is nothing to find.) */
+static bool
+any_method_disabled(void)
+{
+	return !(enable_seqscan && enable_indexscan && enable_bitmapscan &&
+			 enable_tidscan && enable_sort && enable_nestloop &&
+			 enable_mergejoin && enable_hashjoin && enable_hashagg &&
+			 enable_gathermerge);
+}
+
+/* Does a rescan of this inner repeat its startup (cost_rescan())? */
+static bool
+rescan_repeats_startup(Plan *inner)
+{
+	switch (nodeTag(inner))
+	{
+		case T_Material:
+		case T_Sort:
+		case T_FunctionScan:
+		case T_CteScan:
+		case T_WorkTableScan:
+		case T_HashJoin:
+			return false;
+		default:
+			return true;
+	}
+}
+
+static void
+add_disabled(DisabledCost *to, const DisabledCost *from, double times)
+{
+	to->startup += from->startup * times;
+	to->total += from->total * times;
+}
+
+static void
+disabled_in_list(List *plans, PlannedStmt *stmt, bool subtract,
+				 DisabledCost *d, bool first_startup_only)
+{
+	ListCell   *lc;
+
+	foreach(lc, plans)
+	{
+		DisabledCost c;
+
+		disabled_in(lfirst(lc), stmt, subtract, &c);
+		d->total += c.total;
+		if (!first_startup_only || lc == list_head(plans))
+			d->startup += c.startup;
+	}
+}
+
+/*
+ * How many disable_costs the node's costs hold, following costsize.c's
+ * sums.  With subtract, the node's costs lose them (a candidate plan keeps
+ * its real cost after the settings that shaped it are gone).
+ */
+static void
+disabled_in(Plan *plan, PlannedStmt *stmt, bool subtract, DisabledCost *d)
+{
+	DisabledCost outer = {0, 0};
+	DisabledCost inner = {0, 0};
+	ListCell   *lc;
+
+	d->startup = d->total = 0;
+	if (plan == NULL)
+		return;
+	check_stack_depth();
+	if (outerPlan(plan))
+		disabled_in(outerPlan(plan), stmt, subtract, &outer);
+	if (innerPlan(plan))
+		disabled_in(innerPlan(plan), stmt, subtract, &inner);
+
+	switch (nodeTag(plan))
+	{
+		case T_NestLoop:
+			/* the inner runs once per outer row */
+			add_disabled(d, &outer, 1);
+			add_disabled(d, &inner, 1);
+			if (rescan_repeats_startup(innerPlan(plan)) && outerPlan(plan)->plan_rows > 1)
+				d->total += inner.total * (outerPlan(plan)->plan_rows - 1);
+			break;
+		case T_HashJoin:
+			/* the hash table is built before the first row */
+			d->startup = outer.startup + inner.total;
+			d->total = outer.total + inner.total;
+			break;
+		case T_Hash:
+		case T_Sort:
+		case T_IncrementalSort:
+		case T_SetOp:
+			d->startup = d->total = outer.total;
+			break;
+		case T_Agg:
+			if (((Agg *) plan)->aggstrategy == AGG_SORTED ||
+				((Agg *) plan)->aggstrategy == AGG_MIXED)
+				*d = outer;
+			else
+				d->startup = d->total = outer.total;
+			break;
+		case T_Append:
+			disabled_in_list(((Append *) plan)->appendplans, stmt, subtract, d, true);
+			break;
+		case T_MergeAppend:
+			disabled_in_list(((MergeAppend *) plan)->mergeplans, stmt, subtract, d, false);
+			break;
+		case T_SubqueryScan:
+			disabled_in(((SubqueryScan *) plan)->subplan, stmt, subtract, d);
+			break;
+		case T_CustomScan:
+			disabled_in_list(((CustomScan *) plan)->custom_plans, stmt, subtract, d, false);
+			break;
+		default:
+			add_disabled(d, &outer, 1);
+			add_disabled(d, &inner, 1);
+			break;
+	}
+	if (node_is_disabled(plan))
+	{
+		d->startup += 1;
+		d->total += 1;
+	}
+	/* an InitPlan runs once, before the node's first row */
+	foreach(lc, plan->initPlan)
+	{
+		SubPlan    *sp = lfirst(lc);
+		DisabledCost c;
+
+		if (!IsA(sp, SubPlan) || sp->plan_id < 1 ||
+			sp->plan_id > list_length(stmt->subplans))
+			continue;
+		disabled_in(list_nth(stmt->subplans, sp->plan_id - 1), stmt, subtract, &c);
+		d->startup += c.total;
+		d->total += c.total;
+	}
+	/* never more than the node's cost holds: the walk only models costsize.c */
+	d->startup = Min(d->startup, floor(plan->startup_cost / disable_cost));
+	d->total = Min(d->total, floor(plan->total_cost / disable_cost));
+	if (subtract)
+	{
+		plan->startup_cost -= d->startup * disable_cost;
+		plan->total_cost -= d->total * disable_cost;
+	}
+}
+#endif
+
+/*
+ * A plan's cost without the disable_cost that the enable_* settings in
+ * force added (see above; on PostgreSQL 18 the planner counts disabled
+ * nodes apart and the cost is real as it stands).  Call it where the
+ * settings are those the plan was made with: the planner hook, or the
+ * executor of a plan made by the same session.
+ */
+Cost
+mccdb_real_cost(PlannedStmt *stmt)
+{
+#if !MCCDB_HAVE_DISABLED_NODES
+	DisabledCost d;
+
+	if (any_method_disabled())
+	{
+		disabled_in(stmt->planTree, stmt, false, &d);
+		return stmt->planTree->total_cost - d.total * disable_cost;
+	}
+#endif
+	return stmt->planTree->total_cost;
+}
+
+/*
+ * Take the disable_cost the settings in force added out of every node of
+ * a plan, so that its costs stay true once those settings are reset (the
+ * candidates of plan_choice.c are planned with some methods disabled).
+ */
+void
+mccdb_strip_disable_cost(PlannedStmt *stmt)
+{
+#if !MCCDB_HAVE_DISABLED_NODES
+	DisabledCost d;
+
+	if (any_method_disabled())
+		disabled_in(stmt->planTree, stmt, true, &d);
+#endif
 }
 
 /* The class a name (as mccdb_locality_class_name gives it) names, or -1. */
@@ -280,13 +514,69 @@ scanned_relation(Plan *plan, PlannedStmt *stmt)
 	}
 }
 
+/* The OIDs of the base relations a subtree scans, each once. */
+static List *
+scanned_relids(Plan *plan, PlannedStmt *stmt, List *relids)
+{
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return relids;
+	check_stack_depth();
+	switch (nodeTag(plan))
+	{
+		case T_SeqScan:
+		case T_SampleScan:
+		case T_IndexScan:
+		case T_IndexOnlyScan:
+		case T_BitmapHeapScan:
+		case T_TidScan:
+		case T_TidRangeScan:
+			{
+				Index		rti = ((Scan *) plan)->scanrelid;
+
+				if (rti > 0 && rti <= list_length(stmt->rtable) &&
+					rt_fetch(rti, stmt->rtable)->rtekind == RTE_RELATION)
+					relids = list_append_unique_oid(relids,
+													rt_fetch(rti, stmt->rtable)->relid);
+				break;
+			}
+		case T_Append:
+			foreach(lc, ((Append *) plan)->appendplans)
+				relids = scanned_relids(lfirst(lc), stmt, relids);
+			break;
+		case T_MergeAppend:
+			foreach(lc, ((MergeAppend *) plan)->mergeplans)
+				relids = scanned_relids(lfirst(lc), stmt, relids);
+			break;
+		case T_SubqueryScan:
+			relids = scanned_relids(((SubqueryScan *) plan)->subplan, stmt, relids);
+			break;
+		default:
+			break;
+	}
+	relids = scanned_relids(outerPlan(plan), stmt, relids);
+	return scanned_relids(innerPlan(plan), stmt, relids);
+}
+
 static MccdbTable *
 new_table(MccdbTableKind kind, Plan *node, WalkState *w)
 {
 	MccdbTable *t = palloc0(sizeof(MccdbTable));
+	List	   *relids = scanned_relids(node, w->stmt, NIL);
+	ListCell   *lc;
 
 	t->kind = kind;
 	t->plan_node_id = node->plan_node_id;
+	list_sort(relids, list_oid_cmp);
+	t->nrelids = list_length(relids);
+	foreach(lc, relids)
+	{
+		if (foreach_current_index(lc) >= MCCDB_TABLE_RELIDS)
+			break;
+		t->relids[foreach_current_index(lc)] = lfirst_oid(lc);
+	}
+	list_free(relids);
 	t->actual_bytes = -1;
 	t->actual_rows = -1;
 	t->actual_nbatch = -1;

@@ -31,11 +31,16 @@ typedef enum MccdbTableKind
 	MCCDB_RESCANNED_INNER		/* inner of a nested loop without an index */
 } MccdbTableKind;
 
+/* Relation OIDs a table keeps to tell it from another node of that id. */
+#define MCCDB_TABLE_RELIDS 8
+
 /* One reused structure of the plan, estimated and (after execution) measured. */
 typedef struct MccdbTable
 {
 	MccdbTableKind kind;
 	int			plan_node_id;	/* the Hash, Agg, SetOp or inner node */
+	int			nrelids;		/* base relations the node's subtree scans */
+	Oid			relids[MCCDB_TABLE_RELIDS];	/* the first of them, in OID order */
 	char	   *relation;		/* alias of the base relation it holds, or NULL */
 	double		rows;			/* planner's row estimate */
 	int			width;			/* planner's width estimate */
@@ -67,9 +72,29 @@ extern void mccdb_locality_init(void);
 extern const char *mccdb_locality_class_name(MccdbLocalityClass cls);
 extern int	mccdb_locality_class_from_name(const char *name);
 
-/* A plan's cost without the disable_cost that enable_* = off adds per node. */
-extern Cost mccdb_real_cost(Plan *plan);
+/* A plan's cost without the disable_cost that enable_* = off added. */
+extern Cost mccdb_real_cost(PlannedStmt *stmt);
+/* Take that disable_cost out of the plan's nodes themselves. */
+extern void mccdb_strip_disable_cost(PlannedStmt *stmt);
 extern const char *mccdb_table_kind_name(MccdbTableKind kind, bool capitalised);
+
+/*
+ * A size or row count held as a double, as a bigint for SQL and EXPLAIN:
+ * plan row estimates reach 1e100, and (int64) of a double out of its range
+ * is undefined behaviour.  Out of range is the nearest bound; NaN is 0.
+ */
+static inline int64
+mccdb_double_to_int64(double v)
+{
+	if (v != v)
+		return 0;
+	if (v >= (double) PG_INT64_MAX)
+		return PG_INT64_MAX;
+	if (v <= (double) PG_INT64_MIN)
+		return PG_INT64_MIN;
+	return (int64) v;
+}
+
 extern char *mccdb_locality_describe(const MccdbLocality *loc);
 extern char *mccdb_format_bytes(double bytes);
 

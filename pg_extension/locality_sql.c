@@ -120,8 +120,8 @@ mccdb_locality(PG_FUNCTION_ARGS)
 
 	mccdb_estimate_locality(plan_query_text(sql), &loc);
 	values[0] = CStringGetTextDatum(mccdb_locality_class_name(loc.cls));
-	values[1] = Int64GetDatum((int64) loc.bytes);
-	values[2] = Int64GetDatum((int64) loc.llc_bytes);
+	values[1] = Int64GetDatum(mccdb_double_to_int64(loc.bytes));
+	values[2] = Int64GetDatum(mccdb_double_to_int64(loc.llc_bytes));
 	values[3] = CStringGetTextDatum(loc.basis);
 	values[4] = CStringGetTextDatum(mccdb_locality_describe(&loc));
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
@@ -155,7 +155,7 @@ mccdb_plan_tables(PG_FUNCTION_ARGS)
 		nulls[6] = (t->kind != MCCDB_HASH_JOIN);
 		values[7] = Int32GetDatum(t->nbatch);
 		nulls[7] = (t->kind != MCCDB_HASH_JOIN);
-		values[8] = Int64GetDatum((int64) t->bytes);
+		values[8] = Int64GetDatum(mccdb_double_to_int64(t->bytes));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -220,7 +220,7 @@ mccdb_plan_candidates(PG_FUNCTION_ARGS)
 		values[0] = CStringGetTextDatum(c->name);
 		values[1] = Float8GetDatum(c->cost);
 		values[2] = CStringGetTextDatum(mccdb_locality_class_name(c->cls));
-		values[3] = Int64GetDatum((int64) c->bytes);
+		values[3] = Int64GetDatum(mccdb_double_to_int64(c->bytes));
 		values[4] = BoolGetDatum(c->kept);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}

@@ -58,7 +58,7 @@ void		_PG_init(void);
 static void
 mccdb_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
-	bool		top = mccdb_nesting_level() == 0 &&
+	bool		top = mccdb_client_statement() &&
 		!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && !IsParallelWorker();
 	MccdbStatement *st;
 
@@ -147,10 +147,33 @@ mccdb_ExecutorFinish(QueryDesc *queryDesc)
 }
 
 /*
- * DO blocks and CALL run statements on the user's behalf, like functions:
- * those count as nested.  Other utilities that run a query (EXPLAIN
- * ANALYZE, CREATE TABLE AS, EXECUTE, COPY) leave it at the top level.
+ * Does this utility run, at its own level, a query the client sent?
+ * EXPLAIN (ANALYZE), CREATE TABLE AS and SELECT INTO, REFRESH MATERIALIZED
+ * VIEW, EXECUTE, DECLARE and FETCH of a cursor, COPY TO: their query stays
+ * at the client's level.  Whatever any other utility runs is nested, as
+ * what a function runs is: DO and CALL, event triggers, the deferred
+ * triggers SET CONSTRAINTS fires, the index expressions CREATE INDEX,
+ * VACUUM and ANALYZE evaluate, COPY FROM's triggers.
  */
+static bool
+runs_client_query(Node *stmt)
+{
+	switch (nodeTag(stmt))
+	{
+		case T_ExplainStmt:
+		case T_CreateTableAsStmt:
+		case T_RefreshMatViewStmt:
+		case T_ExecuteStmt:
+		case T_DeclareCursorStmt:
+		case T_FetchStmt:
+			return true;
+		case T_CopyStmt:
+			return !((CopyStmt *) stmt)->is_from;
+		default:
+			return false;
+	}
+}
+
 static void
 mccdb_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 					 bool readOnlyTree, ProcessUtilityContext context,
@@ -158,10 +181,14 @@ mccdb_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 					 DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *stmt = pstmt->utilityStmt;
-	bool		nests = IsA(stmt, DoStmt) || IsA(stmt, CallStmt);
+	bool		nests = !runs_client_query(stmt);
+	bool		explain = IsA(stmt, ExplainStmt);
+	int			saved_explain = 0;
 
 	if (nests)
 		mccdb_nesting_enter();
+	if (explain)
+		saved_explain = mccdb_explain_enter();
 	PG_TRY();
 	{
 		if (prev_ProcessUtility)
@@ -173,6 +200,8 @@ mccdb_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	}
 	PG_FINALLY();
 	{
+		if (explain)
+			mccdb_explain_leave(saved_explain);
 		if (nests)
 			mccdb_nesting_leave();
 	}
@@ -182,8 +211,11 @@ mccdb_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 /*
  * Stop the counters, give the slots back, then measure the hash tables
  * while the plan state still holds them, show the locality in EXPLAIN and
- * record it.  A failure while estimating is reported and swallowed:
- * estimation must never make a query fail.
+ * record it.  The estimate is written not to fail for a valid plan (only
+ * running out of memory would), and no error is caught here: catching one
+ * without a subtransaction would leave what the failed code held, and a
+ * subtransaction per statement costs too much.  The partition is given
+ * back when the statement's memory goes (partition.c), on every path.
  */
 static void
 mccdb_ExecutorEnd(QueryDesc *queryDesc)
@@ -200,27 +232,17 @@ mccdb_ExecutorEnd(QueryDesc *queryDesc)
 		mccdb_admission_statement_end(st);
 		if (st->explain || record || learn)
 		{
-			MemoryContext old = CurrentMemoryContext;
+			MccdbLocality *loc = mccdb_statement_locality(st);
+			MemoryContext old = MemoryContextSwitchTo(st->cxt);
 
-			PG_TRY();
-			{
-				MccdbLocality *loc = mccdb_statement_locality(st);
-
-				MemoryContextSwitchTo(st->cxt);
-				mccdb_measure_tables(queryDesc->planstate, loc);
-				MemoryContextSwitchTo(old);
-				if (st->explain)
-					mccdb_explain_statement_end(st);
-				if (record)
-					mccdb_recent_record(st);
-				if (learn)
-					mccdb_learn_table_sizes(queryDesc->plannedstmt->queryId, loc);
-			}
-			PG_CATCH();
-			{
-				mccdb_estimation_failed(old);
-			}
-			PG_END_TRY();
+			mccdb_measure_tables(queryDesc->planstate, loc);
+			MemoryContextSwitchTo(old);
+			if (st->explain)
+				mccdb_explain_statement_end(st);
+			if (record)
+				mccdb_recent_record(st);
+			if (learn)
+				mccdb_learn_table_sizes(queryDesc->plannedstmt->queryId, loc);
 		}
 	}
 

@@ -9,8 +9,9 @@
  * hash-join plan (nested loops and merge joins disabled) and an
  * index-nested-loop plan (hash and merge joins, materialize and memoize
  * disabled).  A disabled method the planner still had to use costs
- * disable_cost per node; that is stripped before costs are compared, so a
- * forced plan competes with its real cost.
+ * disable_cost per node before PostgreSQL 18; that is taken out of the
+ * candidate's nodes (mccdb_strip_disable_cost) while the settings are still
+ * in force, so a forced plan competes, and later runs, with its real cost.
  *
  * Policies (mccdb.plan_policy):
  *	sls		the cheapest strong candidate, else the cheapest weak one (it
@@ -28,9 +29,10 @@
 
 #include <math.h>
 
-#include "access/parallel.h"
 #include "admission.h"
 #include "commands/extension.h"
+#include "common/hashfn.h"
+#include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
 #include "optimizer/planner.h"
@@ -50,12 +52,11 @@ static const struct config_enum_entry plan_policy_options[] = {
 /* GUCs */
 static int	plan_policy = MCCDB_PLAN_OFF;
 static double cost_slack = 0.30;
-static double plan_above_cost = 1000.0;
+static double plan_choice_min_cost = 1000.0;
+/* mccdb.plan_above_cost, its earlier name: when set (>= 0), it wins */
+static double deprecated_plan_above_cost = -1.0;
 
 static planner_hook_type prev_planner = NULL;
-
-/* The decision for the plan returned last (for EXPLAIN). */
-static MccdbPlanChoice last_choice;
 
 /* True while planning candidates: the inner planner calls pass straight through. */
 static bool planning_candidates = false;
@@ -82,10 +83,14 @@ next_planner(Query *parse, const char *query_string, int cursorOptions,
 	return standard_planner(parse, query_string, cursorOptions, boundParams);
 }
 
-/* Plan a copy of the query with some join methods disabled. */
+/*
+ * Plan a copy of the query with some join methods disabled; its real cost.
+ * A plan made with methods disabled loses their disable_cost: it is the
+ * cost it has later too, when those settings are gone.
+ */
 static PlannedStmt *
 plan_candidate(const CandidateKind *kind, Query *parse, const char *query_string,
-			   int cursorOptions, ParamListInfo boundParams)
+			   int cursorOptions, ParamListInfo boundParams, Cost *cost)
 {
 	int			nestlevel = NewGUCNestLevel();
 	PlannedStmt *plan;
@@ -98,6 +103,14 @@ plan_candidate(const CandidateKind *kind, Query *parse, const char *query_string
 	{
 		plan = next_planner(copyObject(parse), query_string, cursorOptions,
 							boundParams);
+		/* while the settings that shaped it are in force */
+		if (kind->disable[0] != NULL)
+		{
+			mccdb_strip_disable_cost(plan);
+			*cost = plan->planTree->total_cost;
+		}
+		else
+			*cost = mccdb_real_cost(plan);
 	}
 	PG_FINALLY();
 	{
@@ -127,8 +140,7 @@ mccdb_generate_candidates(Query *parse, const char *query_string,
 
 			c->name = candidate_kinds[i].name;
 			c->plan = plan_candidate(&candidate_kinds[i], parse, query_string,
-									 cursorOptions, boundParams);
-			c->cost = mccdb_real_cost(c->plan->planTree);
+									 cursorOptions, boundParams, &c->cost);
 			mccdb_estimate_locality(c->plan, &loc);
 			c->cls = loc.cls;
 			c->bytes = loc.bytes;
@@ -248,13 +260,25 @@ has_join(Query *parse)
 
 /*
  * The standard plan's cost of queries this backend planned before, by
- * queryid.  A query that was below mccdb.plan_above_cost last time is
+ * queryid.  A query that was below mccdb.plan_choice_min_cost last time is
  * planned once, as stock planning does, without the copy that candidate
  * planning needs (its cost is remembered again, so one that grew gets
  * candidates the next time).  Bounded: when full, new queries are not
  * remembered and pay for the copy.
  */
 #define REMEMBERED_QUERIES 1024
+
+/* A hash table of this backend's, for as long as it lives. */
+static HTAB *
+backend_hash(const char *name, Size keysize, Size entrysize)
+{
+	HASHCTL		info;
+
+	info.keysize = keysize;
+	info.entrysize = entrysize;
+	info.hcxt = TopMemoryContext;
+	return hash_create(name, 64, &info, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
 
 typedef struct RememberedCost
 {
@@ -286,15 +310,8 @@ remember_cost(uint64 queryid, Cost cost)
 	if (queryid == 0)
 		return;
 	if (remembered == NULL)
-	{
-		HASHCTL		info;
-
-		info.keysize = sizeof(uint64);
-		info.entrysize = sizeof(RememberedCost);
-		info.hcxt = TopMemoryContext;
-		remembered = hash_create("mccdb remembered plan costs", 64, &info,
-								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
+		remembered = backend_hash("mccdb remembered plan costs", sizeof(uint64),
+								  sizeof(RememberedCost));
 	if (hash_get_num_entries(remembered) >= REMEMBERED_QUERIES &&
 		hash_search(remembered, &queryid, HASH_FIND, NULL) == NULL)
 		return;
@@ -302,36 +319,199 @@ remember_cost(uint64 queryid, Cost cost)
 	r->cost = cost;
 }
 
+/*
+ * The choices made for the plans this backend returned, handed to the
+ * executor (mccdb_plan_choice_of) by the plan's content, not its address:
+ * the plan cache copies a plan right after the planner returns it
+ * (BuildCachedPlan), so a prepared statement, an extended-protocol one or
+ * a PL/pgSQL query runs a copy, perhaps many times.  The key is what a
+ * copy keeps: the queryid and a hash of the chosen plan's node types, ids,
+ * costs and row and width estimates.  Bounded: the choice used longest ago
+ * goes first; a plan whose choice went shows none in EXPLAIN and runs as
+ * chosen all the same.
+ */
+#define REMEMBERED_CHOICES 256
+
+typedef struct ChoiceKey
+{
+	uint64		queryid;
+	uint64		shape;
+} ChoiceKey;
+
+typedef struct ChoiceEntry
+{
+	ChoiceKey	key;
+	uint64		last_used;
+	MccdbPlanChoice choice;		/* plan pointers cleared */
+} ChoiceEntry;
+
+static HTAB *choices = NULL;
+static uint64 choices_clock = 0;
+
+static uint64
+shape_of(Plan *plan, uint64 h)
+{
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return h;
+	check_stack_depth();
+	h = hash_combine64(h, (uint64) nodeTag(plan));
+	h = hash_combine64(h, (uint64) plan->plan_node_id);
+	h = hash_combine64(h, hash_bytes_extended((const unsigned char *) &plan->startup_cost,
+											  sizeof(Cost), 0));
+	h = hash_combine64(h, hash_bytes_extended((const unsigned char *) &plan->total_cost,
+											  sizeof(Cost), 0));
+	h = hash_combine64(h, hash_bytes_extended((const unsigned char *) &plan->plan_rows,
+											  sizeof(double), 0));
+	h = hash_combine64(h, (uint64) plan->plan_width);
+	switch (nodeTag(plan))
+	{
+		case T_Append:
+			foreach(lc, ((Append *) plan)->appendplans)
+				h = shape_of(lfirst(lc), h);
+			break;
+		case T_MergeAppend:
+			foreach(lc, ((MergeAppend *) plan)->mergeplans)
+				h = shape_of(lfirst(lc), h);
+			break;
+		case T_SubqueryScan:
+			h = shape_of(((SubqueryScan *) plan)->subplan, h);
+			break;
+		default:
+			break;
+	}
+	h = shape_of(outerPlan(plan), h);
+	return shape_of(innerPlan(plan), h);
+}
+
+static ChoiceKey
+choice_key(PlannedStmt *plan)
+{
+	ChoiceKey	key;
+
+	memset(&key, 0, sizeof(key));
+	key.queryid = plan->queryId;
+	key.shape = shape_of(plan->planTree, 0);
+	return key;
+}
+
+static void
+remember_choice(const MccdbPlanChoice *choice)
+{
+	ChoiceKey	key = choice_key(choice->chosen_plan);
+	ChoiceEntry *e;
+	bool		found;
+	int			i;
+
+	if (choices == NULL)
+		choices = backend_hash("mccdb plan choices", sizeof(ChoiceKey),
+							   sizeof(ChoiceEntry));
+	if (hash_get_num_entries(choices) >= REMEMBERED_CHOICES &&
+		hash_search(choices, &key, HASH_FIND, NULL) == NULL)
+	{
+		HASH_SEQ_STATUS seq;
+		ChoiceEntry *oldest = NULL;
+
+		hash_seq_init(&seq, choices);
+		while ((e = hash_seq_search(&seq)) != NULL)
+			if (oldest == NULL || e->last_used < oldest->last_used)
+				oldest = e;
+		(void) hash_search(choices, &oldest->key, HASH_REMOVE, NULL);
+	}
+	e = hash_search(choices, &key, HASH_ENTER, &found);
+	e->last_used = ++choices_clock;
+	e->choice = *choice;
+	e->choice.chosen_plan = NULL;
+	for (i = 0; i < MCCDB_MAX_CANDIDATES; i++)
+		e->choice.candidates[i].plan = NULL;
+}
+
+/*
+ * The planner made no choice for this plan: a choice made for the same
+ * plan before is not this planning's (a plan the cache kept from then
+ * shows none either).
+ */
+static void
+forget_choice(PlannedStmt *plan)
+{
+	ChoiceKey	key;
+
+	if (choices == NULL || hash_get_num_entries(choices) == 0 ||
+		plan->commandType != CMD_SELECT)
+		return;
+	key = choice_key(plan);
+	(void) hash_search(choices, &key, HASH_REMOVE, NULL);
+}
+
+/* The candidates the planner chose this plan from, if it did (copied into cxt). */
+const MccdbPlanChoice *
+mccdb_plan_choice_of(PlannedStmt *plan, MemoryContext cxt)
+{
+	ChoiceKey	key;
+	ChoiceEntry *e;
+	MccdbPlanChoice *copy;
+
+	if (plan == NULL || plan->commandType != CMD_SELECT || choices == NULL ||
+		hash_get_num_entries(choices) == 0)
+		return NULL;
+	key = choice_key(plan);
+	e = hash_search(choices, &key, HASH_FIND, NULL);
+	if (e == NULL)
+		return NULL;
+	e->last_used = ++choices_clock;
+	copy = MemoryContextAlloc(cxt, sizeof(MccdbPlanChoice));
+	*copy = e->choice;
+	return copy;
+}
+
+/*
+ * Plan choice is for the statements a client sends, and for what EXPLAIN
+ * shows, wherever it runs: it plans its statement as a client's.
+ */
 static PlannedStmt *
 mccdb_planner(Query *parse, const char *query_string, int cursorOptions,
 			  ParamListInfo boundParams)
 {
 	MccdbPlanChoice choice;
 	Cost		cost;
+	double		min_cost = deprecated_plan_above_cost >= 0 ?
+		deprecated_plan_above_cost : plan_choice_min_cost;
 
-	if (!planning_candidates)
-		memset(&last_choice, 0, sizeof(last_choice));
-	if (planning_candidates || plan_policy == MCCDB_PLAN_OFF ||
-		(mccdb_nesting_level() > 0 && !mccdb_planning_for_explain()) ||
-		IsParallelWorker() || creating_extension ||
-		parse->commandType != CMD_SELECT || !has_join(parse))
+	PlannedStmt *plan;
+
+	if (planning_candidates)
 		return next_planner(parse, query_string, cursorOptions, boundParams);
+	if (plan_policy == MCCDB_PLAN_OFF ||
+		(mccdb_nesting_level() > 0 && !mccdb_planning_for_explain()) ||
+		MyBackendType != B_BACKEND || creating_extension ||
+		parse->commandType != CMD_SELECT || !has_join(parse))
+	{
+		plan = next_planner(parse, query_string, cursorOptions, boundParams);
+		forget_choice(plan);
+		return plan;
+	}
 
-	if (remembered_cost(parse->queryId, &cost) && cost < plan_above_cost)
+	if (remembered_cost(parse->queryId, &cost) && cost < min_cost)
 	{
 		uint64		queryid = parse->queryId;
-		PlannedStmt *plan = next_planner(parse, query_string, cursorOptions, boundParams);
 
-		remember_cost(queryid, mccdb_real_cost(plan->planTree));
+		plan = next_planner(parse, query_string, cursorOptions, boundParams);
+		remember_cost(queryid, mccdb_real_cost(plan));
+		forget_choice(plan);
 		return plan;
 	}
 	mccdb_generate_candidates(parse, query_string, cursorOptions, boundParams,
-							  plan_above_cost, &choice);
+							  min_cost, &choice);
 	remember_cost(parse->queryId, choice.candidates[0].cost);
 	if (choice.ncandidates == 1)
-		return choice.candidates[0].plan;	/* below mccdb.plan_above_cost */
+	{
+		/* below mccdb.plan_choice_min_cost */
+		forget_choice(choice.candidates[0].plan);
+		return choice.candidates[0].plan;
+	}
 	choose(&choice, (MccdbPlanPolicy) plan_policy);
-	last_choice = choice;
+	remember_choice(&choice);
 	return choice.chosen_plan;
 }
 
@@ -341,18 +521,6 @@ mccdb_plan_policy_name(MccdbPlanPolicy policy)
 	return plan_policy_options[policy].name;
 }
 
-/* The candidates the planner chose this plan from, if it did (copied into cxt). */
-const MccdbPlanChoice *
-mccdb_plan_choice_of(PlannedStmt *plan, MemoryContext cxt)
-{
-	MccdbPlanChoice *copy;
-
-	if (plan == NULL || last_choice.chosen_plan != plan)
-		return NULL;
-	copy = MemoryContextAlloc(cxt, sizeof(MccdbPlanChoice));
-	*copy = last_choice;
-	return copy;
-}
 
 void
 mccdb_plan_choice_init(void)
@@ -364,12 +532,24 @@ mccdb_plan_choice_init(void)
 							 MCCDB_PLAN_OFF, plan_policy_options,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
-	DefineCustomRealVariable("mccdb.plan_above_cost",
+	DefineCustomRealVariable("mccdb.plan_choice_min_cost",
 							 "Queries whose standard plan costs less are not given candidate plans.",
 							 "As jit_above_cost: cheap queries pay for one plan only.",
-							 &plan_above_cost,
+							 &plan_choice_min_cost,
 							 1000.0, 0.0, 1e100,
 							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	/*
+	 * The earlier name, still accepted for one release (postgresql.conf,
+	 * SET, ALTER ROLE ... SET): -1, the default, leaves the new setting in
+	 * charge; any other value is used instead of it.
+	 */
+	DefineCustomRealVariable("mccdb.plan_above_cost",
+							 "Deprecated name of mccdb.plan_choice_min_cost; when set (not -1) it is used instead.",
+							 "Accepted until the next release; set mccdb.plan_choice_min_cost instead.",
+							 &deprecated_plan_above_cost,
+							 -1.0, -1.0, 1e100,
+							 PGC_USERSET, GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
 	DefineCustomRealVariable("mccdb.cost_slack",
 							 "Candidate plans costing at most this fraction more than the cheapest are kept.",

@@ -24,7 +24,7 @@ typedef enum MccdbPlanPolicy
 typedef struct MccdbCandidate
 {
 	const char *name;			/* "standard", "hash join", "index join" */
-	PlannedStmt *plan;
+	PlannedStmt *plan;			/* NULL in the choice handed to the executor */
 	Cost		cost;			/* without disable_cost */
 	MccdbLocalityClass cls;
 	double		bytes;
@@ -33,7 +33,7 @@ typedef struct MccdbCandidate
 
 typedef struct MccdbPlanChoice
 {
-	PlannedStmt *chosen_plan;
+	PlannedStmt *chosen_plan;	/* NULL in the choice handed to the executor */
 	int			chosen;			/* index into candidates */
 	int			ncandidates;
 	MccdbPlanPolicy policy;
@@ -51,7 +51,10 @@ extern void mccdb_generate_candidates(Query *parse, const char *query_string,
 									  int cursorOptions, ParamListInfo boundParams,
 									  double above_cost, MccdbPlanChoice *choice);
 
-/* The choice made for the plan the planner returned last, or NULL. */
+/*
+ * The choice the planner made for this plan (or a copy of it: the plan
+ * cache copies plans), copied into cxt; NULL if it made none.
+ */
 extern const MccdbPlanChoice *mccdb_plan_choice_of(PlannedStmt *plan, MemoryContext cxt);
 
 #endif							/* MCCDB_PLAN_CHOICE_H */

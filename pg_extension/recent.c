@@ -170,7 +170,7 @@ mccdb_recent_wants(const MccdbStatement *st)
 		(st->queryDesc->estate->es_top_eflags & EXEC_FLAG_EXPLAIN_ONLY))
 		return false;
 	return track == MCCDB_TRACK_ALL ||
-		(track == MCCDB_TRACK_TOP && st->level == 0);
+		(track == MCCDB_TRACK_TOP && st->top);
 }
 
 /*
@@ -193,7 +193,7 @@ mccdb_recent_record(const MccdbStatement *st)
 	e->queryid = queryDesc->plannedstmt->queryId;
 	e->cls = loc->cls;
 	e->bytes = loc->bytes;
-	e->llc_bytes = (int64) loc->llc_bytes;
+	e->llc_bytes = mccdb_double_to_int64(loc->llc_bytes);
 	strlcpy(e->basis, loc->basis, sizeof(e->basis));
 	if (st->admission.gated)
 	{
@@ -322,8 +322,8 @@ mccdb_recent_queries(PG_FUNCTION_ARGS)
 		nulls[3] = (e->queryid == 0);
 		values[4] = CStringGetTextDatum(mccdb_locality_class_name(e->cls));
 		values[5] = CStringGetTextDatum(e->basis);
-		values[6] = Int64GetDatum((int64) e->bytes);
-		values[7] = Int64GetDatum((int64) actual);
+		values[6] = Int64GetDatum(mccdb_double_to_int64(e->bytes));
+		values[7] = Int64GetDatum(mccdb_double_to_int64(actual));
 		nulls[7] = !have_actual;
 		values[8] = Int64GetDatum(e->llc_bytes);
 		values[9] = Int32GetDatum(e->ntables);
@@ -374,10 +374,10 @@ mccdb_recent_tables(PG_FUNCTION_ARGS)
 			nulls[3] = (t->relation[0] == '\0');
 			values[4] = BoolGetDatum(t->counted);
 			values[5] = Float8GetDatum(t->rows);
-			values[6] = Int64GetDatum((int64) t->bytes);
+			values[6] = Int64GetDatum(mccdb_double_to_int64(t->bytes));
 			values[7] = Float8GetDatum(t->actual_rows);
 			nulls[7] = (t->actual_rows < 0);
-			values[8] = Int64GetDatum((int64) t->actual_bytes);
+			values[8] = Int64GetDatum(mccdb_double_to_int64(t->actual_bytes));
 			nulls[8] = (t->actual_bytes < 0);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}

@@ -7,13 +7,19 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
+#include "miscadmin.h"
 #include "state.h"
+#include "tcop/pquery.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 
 bool		mccdb_preloaded = false;
 
 static int	nesting_level = 0;
-static bool planning_for_explain = false;
+
+/* The nesting level of the EXPLAIN being processed, or -1. */
+static int	explain_level = -1;
 
 /* Statements being executed, newest first (cursors keep several open). */
 static MccdbStatement *statements = NULL;
@@ -47,16 +53,41 @@ mccdb_nesting_leave(void)
 	nesting_level--;
 }
 
+/*
+ * Is the executor starting a statement the client sent?  Its own level
+ * (nothing a function, DO, CALL or another utility runs), in a client
+ * backend (not autovacuum's index expressions, not a background or
+ * parallel worker), and inside the portal the client's statement runs in:
+ * deferred triggers fire at COMMIT after that portal is gone, from
+ * finish_xact_command(), with ActivePortal unset.  pg_stat_statements'
+ * "toplevel" is the nesting level alone, which counts those as top level.
+ */
 bool
-mccdb_planning_for_explain(void)
+mccdb_client_statement(void)
 {
-	return planning_for_explain;
+	return nesting_level == 0 && MyBackendType == B_BACKEND &&
+		ActivePortal != NULL;
+}
+
+int
+mccdb_explain_enter(void)
+{
+	int			saved = explain_level;
+
+	explain_level = nesting_level;
+	return saved;
 }
 
 void
-mccdb_set_planning_for_explain(bool on)
+mccdb_explain_leave(int saved)
 {
-	planning_for_explain = on;
+	explain_level = saved;
+}
+
+bool
+mccdb_planning_for_explain(void)
+{
+	return explain_level >= 0 && explain_level == nesting_level;
 }
 
 static void
@@ -92,6 +123,7 @@ mccdb_statement_begin(QueryDesc *queryDesc, bool top)
 	st->cxt = cxt;
 	st->level = nesting_level;
 	st->top = top;
+	st->real_cost = mccdb_real_cost(queryDesc->plannedstmt);
 	cb->func = statement_context_reset;
 	cb->arg = st;
 	MemoryContextRegisterResetCallback(cxt, cb);
@@ -112,22 +144,55 @@ mccdb_statement_find(QueryDesc *queryDesc)
 }
 
 /*
- * In a PG_CATCH of the locality estimate: the statement runs on, the error
- * becomes a WARNING (a failed estimate must never fail the query).
+ * Run fn(arg) so that an error in it becomes a WARNING and the statement
+ * goes on, as PL/pgSQL's exception blocks do: in an internal
+ * subtransaction, whose abort releases whatever fn held (locks, buffers,
+ * memory of the subtransaction) before the error is dropped.  Returns
+ * whether fn finished.  A subtransaction costs: this is for EXPLAIN, where
+ * the user asked; the estimate itself is written not to fail for a valid
+ * plan, so the executor's hooks call it unguarded.  In parallel mode no
+ * subtransaction may start, and fn runs unguarded too.
  */
-void
-mccdb_estimation_failed(MemoryContext cxt)
+bool
+mccdb_estimate_guarded(void (*fn) (void *arg), void *arg)
 {
-	ErrorData  *edata;
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	bool		ok = true;
 
+	if (IsInParallelMode())
+	{
+		fn(arg);
+		return true;
+	}
+	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
-	edata = CopyErrorData();
-	FlushErrorState();
-	ereport(WARNING,
-			(errcode(edata->sqlerrcode),
-			 errmsg("mccdb: locality estimation failed: %s", edata->message),
-			 errhint("The query runs without mccdb's estimate; mccdb_locality() shows the error.")));
-	FreeErrorData(edata);
+	PG_TRY();
+	{
+		fn(arg);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("mccdb: locality estimation failed: %s", edata->message),
+				 errhint("The statement runs on without mccdb's estimate.")));
+		FreeErrorData(edata);
+		ok = false;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	return ok;
 }
 
 /* The innermost running statement executing this plan (EXPLAIN's hooks). */

@@ -2,8 +2,9 @@
  *
  * state.h
  *		What this backend knows that every module may read: whether mccdb
- *		was preloaded, how deeply execution is nested, whether the planner
- *		runs for EXPLAIN, and the state of each statement it executes.
+ *		was preloaded, how deeply execution is nested, whether a statement
+ *		is the client's, whether the planner plans for an EXPLAIN, and the
+ *		state of each statement it executes.
  *
  * The state flows one way: mccdb.c (the hooks) creates a statement's state
  * at ExecutorStart and hands it to partition.c, admission.c, counters.c,
@@ -42,8 +43,10 @@ typedef struct MccdbStatement
 	QueryDesc  *queryDesc;
 	MemoryContext cxt;
 	int			level;			/* execution nesting level at ExecutorStart */
-	bool		top;			/* level 0, really executed, not a parallel worker */
+	bool		top;			/* a client's statement (mccdb_client_statement),
+								 * really executed */
 	bool		explain;		/* the plan an EXPLAIN in progress shows */
+	Cost		real_cost;		/* the plan's cost without disable_cost (locality.h) */
 	bool		have_locality;
 	MccdbLocality locality;		/* estimated once, by mccdb_statement_locality() */
 	const struct MccdbPlanChoice *plan_choice;	/* candidates, if the planner chose */
@@ -63,14 +66,25 @@ extern int	mccdb_nesting_level(void);
 extern void mccdb_nesting_enter(void);
 extern void mccdb_nesting_leave(void);
 
-/* EXPLAIN plans the statement it shows even inside a function (explain.c). */
+/*
+ * Is the executor starting a statement the client sent (level 0, a client
+ * backend, inside the client's portal: not a deferred trigger at COMMIT)?
+ */
+extern bool mccdb_client_statement(void);
+
+/*
+ * EXPLAIN plans the statement it shows as a client's, even inside a
+ * function: the utility hook marks the level an EXPLAIN runs at, and the
+ * planner asks whether it plans at that level.
+ */
+extern int	mccdb_explain_enter(void);
+extern void mccdb_explain_leave(int saved);
 extern bool mccdb_planning_for_explain(void);
-extern void mccdb_set_planning_for_explain(bool on);
 
 extern MccdbStatement *mccdb_statement_begin(QueryDesc *queryDesc, bool top);
 extern MccdbStatement *mccdb_statement_find(QueryDesc *queryDesc);
 extern MccdbStatement *mccdb_statement_find_plan(const PlannedStmt *plan);
-extern void mccdb_estimation_failed(MemoryContext cxt);
+extern bool mccdb_estimate_guarded(void (*fn) (void *arg), void *arg);
 extern void mccdb_statement_end(MccdbStatement *st);
 extern MccdbLocality *mccdb_statement_locality(MccdbStatement *st);
 

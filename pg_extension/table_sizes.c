@@ -3,8 +3,13 @@
  * table_sizes.c
  *		Hash table sizes learned from earlier runs (see table_sizes.h).
  *
- * A shared hash table keyed by (queryid, plan node id, kind) holds the
- * peak size each table had in the query's last run.  It is bounded
+ * A shared hash table keyed by (database, queryid, plan node id, kind)
+ * holds the peak size each table had in the query's last run.  A queryid
+ * names no database (a database made from another as its template has the
+ * same relation OIDs, so the same queryids), hence the database in the key;
+ * and one queryid planned another way gives its node ids to other nodes,
+ * hence the relations the node scanned kept in the entry: a size is used
+ * only for a node over the same relations.  It is bounded
  * (mccdb.learned_tables entries); when full, new tables are not added
  * (the sizes of queries seen first stay), which keeps the cost of a
  * lookup a single hash probe.  They are written to pg_stat/ at a clean
@@ -27,6 +32,7 @@
 typedef struct LearnedKey
 {
 	uint64		queryid;
+	Oid			dbid;
 	int32		plan_node_id;
 	int32		kind;			/* MccdbTableKind */
 } LearnedKey;
@@ -34,6 +40,8 @@ typedef struct LearnedKey
 typedef struct LearnedSize
 {
 	LearnedKey	key;
+	int32		nrelids;		/* the relations the node scanned (MccdbTable) */
+	Oid			relids[MCCDB_TABLE_RELIDS];
 	double		bytes;
 	double		rows;
 	int64		runs;
@@ -70,7 +78,7 @@ remove_all_sizes(void)
 }
 
 #define SIZES_FILE MCCDB_SNAPSHOT_PATH("mccdb_table_sizes.stat")
-#define SIZES_MAGIC 0x4d435331	/* change when LearnedSize changes */
+#define SIZES_MAGIC 0x4d435332	/* change when LearnedSize changes */
 
 /* At a clean shutdown of the postmaster: every learned size. */
 static void
@@ -124,9 +132,8 @@ read_sizes_file(void)
 		*e = in;
 	}
 	/* as the log says: a damaged file is ignored, not half used */
-	if (!ok)
+	if (!mccdb_snapshot_done(f, SIZES_FILE, ok))
 		remove_all_sizes();
-	mccdb_snapshot_done(f, SIZES_FILE, ok);
 }
 
 static void
@@ -184,16 +191,23 @@ mccdb_table_sizes_enabled(void)
 	return learn_table_sizes && sizes != NULL;
 }
 
-static LearnedKey
-key_of(uint64 queryid, const MccdbTable *t)
+/* Filled in place: the key's padding is hashed too, and must be zero. */
+static void
+key_of(LearnedKey *key, uint64 queryid, const MccdbTable *t)
 {
-	LearnedKey	key;
+	memset(key, 0, sizeof(*key));
+	key->queryid = queryid;
+	key->dbid = MyDatabaseId;
+	key->plan_node_id = t->plan_node_id;
+	key->kind = t->kind;
+}
 
-	memset(&key, 0, sizeof(key));
-	key.queryid = queryid;
-	key.plan_node_id = t->plan_node_id;
-	key.kind = t->kind;
-	return key;
+/* Was the entry learned from a node over the relations this one scans? */
+static bool
+same_relations(const LearnedSize *e, const MccdbTable *t)
+{
+	return e->nrelids == t->nrelids &&
+		memcmp(e->relids, t->relids, sizeof(e->relids)) == 0;
 }
 
 bool
@@ -201,16 +215,18 @@ mccdb_learned_table_bytes(uint64 queryid, const MccdbTable *t, double *bytes)
 {
 	LearnedKey	key;
 	LearnedSize *e;
+	bool		found;
 
 	if (!mccdb_table_sizes_enabled() || queryid == 0)
 		return false;
-	key = key_of(queryid, t);
+	key_of(&key, queryid, t);
 	LWLockAcquire(sizes_lock, LW_SHARED);
 	e = hash_search(sizes, &key, HASH_FIND, NULL);
-	if (e != NULL)
+	found = e != NULL && same_relations(e, t);
+	if (found)
 		*bytes = e->bytes;
 	LWLockRelease(sizes_lock);
-	return e != NULL;
+	return found;
 }
 
 void
@@ -236,7 +252,7 @@ mccdb_learn_table_sizes(uint64 queryid, const MccdbLocality *loc)
 
 		if (t->actual_bytes <= 0)
 			continue;			/* not measured */
-		key = key_of(queryid, t);
+		key_of(&key, queryid, t);
 		e = hash_search(sizes, &key, HASH_FIND, NULL);
 		if (e == NULL)
 		{
@@ -248,6 +264,10 @@ mccdb_learn_table_sizes(uint64 queryid, const MccdbLocality *loc)
 				continue;
 			e->runs = 0;
 		}
+		else if (!same_relations(e, t))
+			e->runs = 0;		/* another node of this id: start again */
+		e->nrelids = t->nrelids;
+		memcpy(e->relids, t->relids, sizeof(e->relids));
 		e->bytes = t->actual_bytes;
 		e->rows = t->actual_rows;
 		e->runs++;

@@ -5,8 +5,9 @@
  *
  * The planner's row estimates are the error in a hash table's estimated
  * size.  Once a query has run, the size its hash tables really had (per
- * queryid and plan node) stands in for the estimate in its next runs; the
- * locality and EXPLAIN say which figure was used.
+ * database, queryid and plan node, for a node over the same relations)
+ * stands in for the estimate in its next runs; the locality and EXPLAIN say
+ * which figure was used.
  *
  *-------------------------------------------------------------------------
  */

@@ -2,7 +2,7 @@
 
 1. Planning: server-side "Planning Time" of EXPLAIN (SUMMARY) for each SSB
    query with mccdb.plan_policy = sls (three candidate plans), with sls but
-   the query below mccdb.plan_above_cost (the threshold path: one plan), and
+   the query below mccdb.plan_choice_min_cost (the threshold path: one plan), and
    off (PostgreSQL's one plan), three sessions interleaved in one run.
 2. Admission: client-side time of a small query that goes through the gate
    (mccdb.min_cost = 0) beside the same query bypassing it (min_cost huge),
@@ -55,14 +55,14 @@ def main(argv=None):
     with pg.connect(db) as stock, pg.connect(db) as sls, pg.connect(db) as thr, pg.connect(db) as ctl:
         stock.execute("set mccdb.plan_policy = off")
         sls.execute("set mccdb.plan_policy = sls")
-        sls.execute("set mccdb.plan_above_cost = 0")
+        sls.execute("set mccdb.plan_choice_min_cost = 0")
         thr.execute("set mccdb.plan_policy = sls")
-        thr.execute("set mccdb.plan_above_cost = 1e30")
+        thr.execute("set mccdb.plan_choice_min_cost = 1e30")
         guard.before("planning")
-        lines += ["## Planning time with candidate generation, and below mccdb.plan_above_cost", "",
+        lines += ["## Planning time with candidate generation, and below mccdb.plan_choice_min_cost", "",
                   f"Median server-side planning time over {args.rounds} interleaved rounds: `off` "
-                  "(PostgreSQL's plan), `sls` with every query given candidates (plan_above_cost 0), "
-                  "and `sls` with the query below plan_above_cost (the threshold path).", "",
+                  "(PostgreSQL's plan), `sls` with every query given candidates (plan_choice_min_cost 0), "
+                  "and `sls` with the query below plan_choice_min_cost (the threshold path).", "",
                   "| query | off ms | sls ms | sls / off | below threshold ms | below threshold / off |",
                   "| --- | ---: | ---: | ---: | ---: | ---: |"]
         ratios, thr_ratios = [], []
