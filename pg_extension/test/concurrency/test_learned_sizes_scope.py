@@ -26,7 +26,8 @@ def session(dbname):
 
 def sources(c, sql):
     """Each hash table's Size Source in EXPLAIN (planner or learned)."""
-    plan = c.execute("explain (format json) " + sql).fetchone()[0][0]["MCC-DB"]
+    # VERBOSE: a plain EXPLAIN estimates from the plan alone (explain.c)
+    plan = c.execute("explain (verbose, format json) " + sql).fetchone()[0][0]["MCC-DB"]
     return sorted(t["Size Source"] for t in plan.get("Tables", []))
 
 
@@ -58,7 +59,7 @@ def test_a_size_learned_in_one_database_is_not_used_in_its_copy(databases):
         b.execute("truncate dim, fact")
         b.execute("insert into dim values (1, 1)")
         b.execute("insert into fact values (1, 1)")
-        plan = b.execute("explain (format json) " + JOIN).fetchone()[0][0]["MCC-DB"]
+        plan = b.execute("explain (verbose, format json) " + JOIN).fetchone()[0][0]["MCC-DB"]
         assert [(t["Kind"], t.get("Relation")) for t in plan["Tables"]] == [("Hash Join", "dim")], plan
         got = sources(b, JOIN)
         assert got == ["planner"], got
@@ -71,7 +72,7 @@ def test_a_size_learned_for_one_node_is_not_used_for_another_of_its_id(databases
         a.execute("insert into dim select g, g from generate_series(1, 1000) g")
         a.execute("insert into fact select (g % 1000) + 1, g from generate_series(1, 300000) g")
         a.execute("analyze dim, fact")
-        before = a.execute("explain (format json) " + JOIN).fetchone()[0][0]["MCC-DB"]["Tables"]
+        before = a.execute("explain (verbose, format json) " + JOIN).fetchone()[0][0]["MCC-DB"]["Tables"]
         a.execute(JOIN).fetchall()
         assert "learned" in sources(a, JOIN)
         # the same query, the sides swapped: the Hash node of that id now holds fact
@@ -79,7 +80,7 @@ def test_a_size_learned_for_one_node_is_not_used_for_another_of_its_id(databases
         a.execute("insert into dim select g, g from generate_series(1, 300000) g")
         a.execute("insert into fact select (g % 1000) + 1, g from generate_series(1, 1000) g")
         a.execute("analyze dim, fact")
-        after = a.execute("explain (format json) " + JOIN).fetchone()[0][0]["MCC-DB"]["Tables"]
+        after = a.execute("explain (verbose, format json) " + JOIN).fetchone()[0][0]["MCC-DB"]["Tables"]
         assert [(t["Plan Node"], t.get("Relation")) for t in before] == [(3, "dim")], before
         assert [(t["Plan Node"], t.get("Relation")) for t in after] == [(3, "fact")], after
         assert sources(a, JOIN) == ["planner"]
