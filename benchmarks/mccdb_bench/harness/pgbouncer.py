@@ -233,6 +233,13 @@ class PgBouncer:
                 "reserve_pool_size": 0, "max_client_conn": self.max_client_conn, "query_wait_timeout": 0}
 
 
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on now (tests)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def version():
     exe = binary()
     if exe is None:
