@@ -8,8 +8,9 @@ still admit and finish every gated query.  Per-transaction settings
 client any more: a session SET stays on the server connection for the
 next client, and a hold (mccdb_hold_admission(true)) belongs to the
 server backend that took it, so it outlives the client's transaction and
-session and ends only when a client releases it, mccdb.max_wait admits
-past it, or PgBouncer closes that server connection (docs/usage.md: "A
+session (in session pooling too: DISCARD ALL does not end it) and ends
+only when a client releases it, mccdb.max_wait admits past it, or
+PgBouncer closes that server connection (docs/usage.md: "A
 hold belongs to the session that took it"; behind a transaction pooler
 that session is a server connection).  These tests pin that behaviour.
 
@@ -47,11 +48,11 @@ def pooler():
     size) in front of the test cluster, stopped after the test."""
     started = []
 
-    def start(size):
+    def start(size, mode="transaction"):
         # beside the clusters, where the clusters' user can reach it
         root = pathlib.Path(os.environ["MCCDB_CLUSTER_DIR"]).parent.parent / "pgbouncer"
         port = pgbouncer.free_port()
-        p = pgbouncer.PgBouncer(size, port, name=f"test-{port}", root=root).start()
+        p = pgbouncer.PgBouncer(size, port, name=f"test-{port}", root=root, pool_mode=mode).start()
         started.append(p)
         return p
 
@@ -165,8 +166,11 @@ def test_a_session_set_stays_on_the_server_connection_for_the_next_client(ctl, p
 def test_a_hold_belongs_to_the_pooled_server_backend(ctl, pooler, gated):
     p = pooler(1)
     a = client(p)
+    # taken in a transaction the client rolls back: a hold is not transactional
+    a.execute("begin")
     a.execute("select mccdb_hold_admission(true)")
     holder = server_pid(a)
+    a.execute("rollback")
     assert ctl.execute("select held_by from mccdb_scheduler()").fetchone()[0] == holder
     # the client's transaction and then its session end; the hold does not:
     # its server backend went back to the pool (a direct session's hold ends
@@ -191,6 +195,21 @@ def test_a_hold_belongs_to_the_pooled_server_backend(ctl, pooler, gated):
     wait_until(ctl, "select held from mccdb_scheduler()", False, timeout=10)
     with client(p) as c:
         assert tx(c, gated)
+
+
+def test_a_hold_outlives_its_client_in_session_pooling_too(ctl, pooler, gated):
+    """Session pooling resets the server connection with DISCARD ALL when
+    the client leaves; that does not end a hold either."""
+    p = pooler(1, mode="session")
+    with client(p) as a:
+        a.execute("select mccdb_hold_admission(true)")
+        holder = server_pid(a)
+    time.sleep(0.5)
+    assert ctl.execute("select held, held_by from mccdb_scheduler()").fetchone() == (True, holder)
+    assert ctl.execute("select count(*) from pg_stat_activity where pid = %s", (holder,)).fetchone()[0] == 1
+    with client(p) as b:
+        b.execute("select mccdb_hold_admission(false)")
+    assert not ctl.execute("select held from mccdb_scheduler()").fetchone()[0]
 
 
 def test_a_hold_through_a_small_pool_ends_only_by_max_wait(ctl, pooler, gated):
