@@ -5,8 +5,10 @@ scripts, one per query -- the hash-join and index-join plans of some PLQs
 (forced as Figure 6 forces them) and the 13 SSB queries -- chosen at random
 with equal weights, --clients clients, --per-client transactions each
 (fixed work, `pgbench -t`), the same --random-seed in every configuration.
-Each script first resets the session (`RESET ALL`) and sets its own plan
-settings, so a forced plan never leaks into the next script. Reported:
+Each script is one transaction that sets its plan settings with SET LOCAL,
+so a forced plan never leaks into the next script, and a transaction
+pooler (the pgbouncer configurations) runs the whole script on one server
+connection. Reported:
 pgbench's own tps as queries per hour, and the median and 95th percentile
 latency from its per-transaction log (`-l`).
 
@@ -26,7 +28,8 @@ import tempfile
 from .harness import pg, report, sqlfiles, stats
 from .harness.cli import parser, run, say_fn, start_guard
 from .harness.probes import scale_of
-from .throughput import CONFIGS, plot_rates, repeat_configs
+from . import configs
+from .throughput import plot_rates, repeat_configs
 
 PLANS = [(5, "hash"), (25, "hash"), (1, "index"), (12, "index")]
 
@@ -39,14 +42,15 @@ def scripts(tmp):
     for k, (name, settings, sql) in enumerate(items):
         path = tmp / f"q{k:02d}.sql"
         # one line per command: pgbench ends a command at a ';' that ends a line
-        body = ["RESET ALL;"] + [f"{s};" for s in pg.BASE_SETTINGS + settings] + [" ".join(sql.split()) + ";"]
+        body = (["BEGIN;"] + [f"{s};" for s in configs.local_settings(0, settings)]
+                + [" ".join(sql.split()) + ";", "COMMIT;"])
         path.write_text(f"-- {name}\n" + "\n".join(body) + "\n")
         out.append((name, path))
     return out
 
 
-def pgbench(files, clients, per_client, seed, db, plan, logdir):
-    """Run pgbench once; (tps, [latency s])."""
+def pgbench(files, clients, per_client, seed, db, plan, logdir, target_env=None):
+    """Run pgbench once (against the pooler target_env names, if any); (tps, [latency s])."""
     for f in logdir.glob("pgbench_log*"):
         f.unlink()
     cmd = ["pgbench", "-n", "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1)),
@@ -55,7 +59,7 @@ def pgbench(files, clients, per_client, seed, db, plan, logdir):
         cmd += ["-f", f"{path}@1"]
     if db:
         cmd.append(db)
-    env = dict(os.environ)
+    env = {**os.environ, **(target_env or {})}
     if plan:
         env["PGOPTIONS"] = f"-c mccdb.plan_policy={plan}"
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -81,7 +85,10 @@ def main(argv=None):
     ap.add_argument("--clients", type=int, default=6)
     ap.add_argument("--per-client", type=int, default=10, help="transactions (queries) per client")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--configs", default="stock,off,sls,mls,predictive")
+    ap.add_argument("--configs", default="stock,off,sls,mls,predictive",
+                    help=f"comma-separated, from: {configs.KNOWN}")
+    ap.add_argument("--pooler-port", type=int, default=configs.POOLER_PORT,
+                    help="PgBouncer's port in the pgbouncer configurations")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--name", default="pgbench-mix")
     a = ap.parse_args(argv)
@@ -91,20 +98,17 @@ def main(argv=None):
     srv = pg.server_info(a.db)
     res = report.Result(a.name, "Mixed stream under pgbench: stock vs mccdb policies", srv, scale_of(a.db), a.outdir)
     guard = res.guard = start_guard(a, say, own_load=max(a.clients, os.cpu_count() or 1))
-    configs = [c for c in a.configs.split(",") if c]
-    unknown = [c for c in configs if c not in CONFIGS]
-    if unknown:
-        raise SystemExit(f"unknown configuration(s) {unknown}; known: {', '.join(CONFIGS)}")
+    cfgs = configs.parse_list(a.configs)
     with tempfile.TemporaryDirectory(prefix="mccdb-pgbench-") as tmpname:
         tmp = pathlib.Path(tmpname)
         files = scripts(tmp)
 
-        def one(name):
-            tps, lat = pgbench(files, a.clients, a.per_client, a.seed, a.db, CONFIGS[name][1], tmp)
-            say(f"  {name:>10}: tps {tps:.3f}, median {stats.summarize(lat).median:.2f} s")
+        def one(cfg, target, env):
+            tps, lat = pgbench(files, a.clients, a.per_client, a.seed, a.db, cfg.plan_policy, tmp, env)
+            say(f"  {cfg.name:>10}: tps {tps:.3f}, median {stats.summarize(lat).median:.2f} s")
             return {"qph": tps * 3600, "latencies": lat}
 
-        per = repeat_configs(configs, a.reps, a.seed, guard, one, a.db, say)
+        per = repeat_configs(cfgs, a.reps, a.seed, guard, one, a.db, say, a.pooler_port)
     rows = [[name] + [stats.summarize(d.get(k, [])).fmt(digits) for k, digits in
                       (("qph", 0), ("qph_rel", 2), ("median", 2), ("p95", 2), ("p95_rel", 2))]
             for name, d in per.items()]
@@ -112,7 +116,9 @@ def main(argv=None):
             "custom scripts of weight 1: " + ", ".join(n for n, _ in files) + ". Each configuration starts "
             "from a restarted server; configurations in a new random order in each of "
             f"{a.reps} repetitions; median (min-max); ratios over stock within a repetition. queries/hour "
-            "is pgbench's tps (without connection time) x 3600.\n")
+            "is pgbench's tps (without connection time) x 3600. Each script is one transaction "
+            "(BEGIN, SET LOCAL plan settings, the query, COMMIT).\n")
+    res.add("Configurations: " + "; ".join(f"`{c.name}`: {c.describe()}" for c in cfgs) + ".\n")
     res.table(["configuration", "queries/hour", "vs stock", "median latency s", "p95 latency s", "p95 vs stock"], rows)
     plot_rates(res, per, a.reps, "queries per hour (pgbench tps x 3600)")
     return res, per

@@ -12,9 +12,14 @@ ratio over stock from the same repetition.
 Configurations: stock (the cluster restarted without mccdb in
 shared_preload_libraries), off (mccdb loaded, its policies off), sls and mls
 (schedule and plan_policy both set, as the paper), predictive (schedule
-predictive, plan_policy off), adaptive (with the calibrated matrix). Each
-repetition runs them in a new random order, each after the quiet-machine
-guard.
+predictive, plan_policy off), adaptive (with the calibrated matrix), and
+pgbouncer / pgbouncer-N (the stock server behind PgBouncer, transaction
+pooling, a pool of the CPUs or of N; mccdb_bench.configs). Each query is
+one transaction (BEGIN, its settings as SET LOCAL, the query, COMMIT) in
+every configuration, as a client of a transaction pooler must send it; its
+latency runs from BEGIN to COMMIT's answer, so it includes the pooler's
+wait for a server connection. Each repetition runs them in a new random
+order, each after the quiet-machine guard.
 
     eval "$(scripts/pg-cluster.sh env demo)"
     .venv/bin/python -m mccdb_bench.throughput --db ssb --clients 6 --reps 3
@@ -26,13 +31,11 @@ import threading
 import time
 
 from .fig6 import ensure_matrix
+from . import configs
 from .harness import pg, report, sqlfiles, stats
 from .harness.cli import parser, run, say_fn, start_guard
 from .harness.probes import scale_of
 
-# configuration -> (mccdb.schedule, mccdb.plan_policy); stock has no mccdb at all
-CONFIGS = {"stock": (None, None), "off": ("off", "off"), "sls": ("sls", "sls"), "mls": ("mls", "mls"),
-           "predictive": ("predictive", "off"), "adaptive": ("adaptive", "off")}
 
 
 def stream(seed, pool, length):
@@ -40,21 +43,15 @@ def stream(seed, pool, length):
     return [rnd.choice(pool) for _ in range(length)]
 
 
-def start_server(name, db):
-    """A restarted server for the configuration: no mccdb for stock, else its schedule."""
-    sched, _ = CONFIGS[name]
-    pg.set_preload(sched is not None, db)
-    if sched is not None:
-        pg.set_schedule(sched, db)
-
-
-def run_config(name, streams, db):
-    """Run every client's stream to its end; (wall seconds, [(query, latency s)])."""
-    _, plan = CONFIGS[name]
+def run_config(cfg, streams, db, target=None):
+    """Run every client's stream to its end, each query one transaction with
+    its settings as SET LOCAL (as a client of a transaction pooler must),
+    on the server or the pooler target names; (wall seconds, [(query,
+    latency s)])."""
     done, errors = [], []
     lock = threading.Lock()
-    extra = [f"set mccdb.plan_policy = {plan}"] if plan else []
-    conns = [pg.connect(db, extra + ["set statement_timeout = '600s'"]) for _ in streams]
+    extra = [f"set mccdb.plan_policy = {cfg.plan_policy}"] if cfg.plan_policy else []
+    conns = [configs.connect_client(db, target or {}) for _ in streams]
     barrier = threading.Barrier(len(streams) + 1)
 
     def client(k):
@@ -62,8 +59,8 @@ def run_config(name, streams, db):
         barrier.wait()
         try:
             for q in streams[k]:
-                c.execute(f"set search_path = {q.settings_path}")
-                lat = pg.timed(c, q.sql)
+                lat = configs.run_transaction(c, configs.local_settings(0, extra + [
+                    "set statement_timeout = '600s'", f"set search_path = {q.settings_path}"]), q.sql)
                 with lock:
                     done.append((q.name, lat))
         except Exception as e:   # reported after the run; a failed stream fails the experiment
@@ -80,28 +77,33 @@ def run_config(name, streams, db):
     for c in conns:
         c.close()
     if errors:
-        raise RuntimeError(f"{name}: " + "; ".join(errors))
+        raise RuntimeError(f"{cfg.name}: " + "; ".join(errors))
     return wall, done
 
 
-def repeat_configs(configs, reps, seed, guard, run_one, db, say):
-    """Run every configuration in each repetition, in a new random order, each
-    on a restarted server after the guard; run_one(name) returns a dict with
-    'qph' and 'latencies' (and anything else to keep).  Returns
-    {config: {key: [per repetition]}} with 'median', 'p95' and the ratios
+def repeat_configs(cfgs, reps, seed, guard, run_one, db, say, pooler_port=configs.POOLER_PORT):
+    """Run every configuration (configs.Config) in each repetition, in a new
+    random order, each on a restarted server (behind a PgBouncer started
+    for it, for the pooler's) after the guard; run_one(cfg, target, env)
+    returns a dict with 'qph' and 'latencies' (and anything else to keep),
+    target and env being where the clients connect (psycopg keywords,
+    libpq variables; empty for the server itself).  Returns {config name:
+    {key: [per repetition]}} with 'median', 'p95' and the ratios
     'qph_rel', 'p95_rel' over stock of the same repetition added."""
-    per = {c: {} for c in configs}
+    per = {c.name: {} for c in cfgs}
     try:
         for r in range(reps):
-            order = configs[:]
+            order = cfgs[:]
             random.Random(seed * 100 + r).shuffle(order)
             got = {}
-            for name in order:
-                start_server(name, db)
-                guard.before(f"{name} (repetition {r + 1})")
-                say(f"repetition {r + 1}: {name}")
-                got[name] = run_one(name)
-                guard.after()
+            for cfg in order:
+                name = cfg.name
+                configs.start_server(cfg, db)
+                with configs.clients_of(cfg, pooler_port) as (target, env, _):
+                    guard.before(f"{name} (repetition {r + 1})")
+                    say(f"repetition {r + 1}: {name}")
+                    got[name] = run_one(cfg, target, env)
+                    guard.after()
                 lat = got[name].pop("latencies")
                 got[name].update(median=stats.summarize(lat).median, p95=stats.percentile(lat, 95))
             for name, m in got.items():
@@ -110,9 +112,7 @@ def repeat_configs(configs, reps, seed, guard, run_one, db, say):
                 for k, v in m.items():
                     per[name].setdefault(k, []).append(v)
     finally:
-        pg.set_preload(True, db)
-        pg.set_schedule("off", db)
-        pg.reset_schedule(db)
+        configs.restore_server(db)
     return per
 
 
@@ -141,7 +141,10 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--tpch", default="1,3,5,6,10,12,14,19", help="TPC-H query numbers in the mix")
     ap.add_argument("--tpch-schema", default="tpch")
-    ap.add_argument("--configs", default="stock,off,sls,mls,predictive")
+    ap.add_argument("--configs", default="stock,off,sls,mls,predictive",
+                    help=f"comma-separated, from: {configs.KNOWN}")
+    ap.add_argument("--pooler-port", type=int, default=configs.POOLER_PORT,
+                    help="PgBouncer's port in the pgbouncer configurations")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--calibrate", action="store_true", help="measure the matrix first if missing (adaptive)")
     ap.add_argument("--name", default="throughput")
@@ -160,21 +163,20 @@ def main(argv=None):
         q = pg.Query(f"TPC-H Q{n}", sqlfiles.tpch(n))
         q.settings_path = f"{a.tpch_schema}, public"
         pool.append(q)
-    configs = [c for c in a.configs.split(",") if c]
-    unknown = [c for c in configs if c not in CONFIGS]
-    if unknown:
-        raise SystemExit(f"unknown configuration(s) {unknown}; known: {', '.join(CONFIGS)}")
-    if "adaptive" in configs and not ensure_matrix(a.db, a.calibrate, say, guard):
-        configs.remove("adaptive")
+    cfgs = configs.parse_list(a.configs)
+    if any(c.schedule == "adaptive" for c in cfgs) and not ensure_matrix(a.db, a.calibrate, say, guard):
+        cfgs = [c for c in cfgs if c.schedule != "adaptive"]
         res.add("**adaptive skipped: no interference matrix.**\n")
     streams = [stream(a.seed * 1000 + k, pool, a.per_client) for k in range(a.clients)]
-    def one(name):
-        wall, done = run_config(name, streams, a.db)
+
+    def one(cfg, target, env):
+        name = cfg.name
+        wall, done = run_config(cfg, streams, a.db, target)
         lat = [x for _, x in done]
         say(f"  {name:>10}: {len(done)} queries in {wall:.1f} s, median {stats.summarize(lat).median:.2f} s")
         return {"qph": len(done) * 3600 / wall, "wall": wall, "latencies": lat}
 
-    per = repeat_configs(configs, a.reps, a.seed, guard, one, a.db, say)
+    per = repeat_configs(cfgs, a.reps, a.seed, guard, one, a.db, say, a.pooler_port)
     rows = [[name] + [stats.summarize(d.get(k, [])).fmt(digits) for k, digits in
                       (("wall", 1), ("qph", 0), ("qph_rel", 2), ("median", 2), ("p95", 2), ("p95_rel", 2))]
             for name, d in per.items()]
@@ -183,7 +185,9 @@ def main(argv=None):
             "run to their end. Each configuration starts from a restarted server; configurations in a new "
             f"random order in each of {a.reps} repetitions; median (min-max) over the repetitions; ratios "
             "over stock are taken within a repetition. Parallel workers off, `mccdb.corun_slots` default "
-            "(2 here).\n")
+            "(2 here). Each query is one transaction (BEGIN, SET LOCAL settings, the query, COMMIT); "
+            "latency from BEGIN to COMMIT.\n")
+    res.add("Configurations: " + "; ".join(f"`{c.name}`: {c.describe()}" for c in cfgs) + ".\n")
     res.table(["configuration", "all streams done, s", "queries/hour", "queries/hour vs stock",
                "median latency s", "p95 latency s", "p95 vs stock"], rows)
     plot_rates(res, per, a.reps)

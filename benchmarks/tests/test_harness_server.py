@@ -10,7 +10,7 @@ import pytest
 
 psycopg = pytest.importorskip("psycopg")
 
-from mccdb_bench.harness import pg, sqlfiles  # noqa: E402
+from mccdb_bench.harness import pg, pgbouncer, sqlfiles  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not (os.environ.get("PGHOST") or os.environ.get("PGPORT")),
                                 reason="no server in the libpq environment (PGHOST/PGPORT)")
@@ -134,6 +134,26 @@ def test_pgbench_mix_end_to_end(db, tmp_path):
     md = res.write().read_text()
     assert per["stock"]["qph_rel"] == [1.0] and per["predictive"]["qph"][0] > 0, per
     assert "`pgbench -n -c 2 -t 2" in md and "PLQ_12 index" in md
+
+
+@pytest.mark.skipif(not pgbouncer.binary(), reason="pgbouncer is not installed (scripts/install-deps.sh installs it)")
+def test_workload_closed_and_open_with_the_pooler(db, tmp_path):
+    from mccdb_bench import workload
+    port = str(pgbouncer.free_port())
+    common = ["--no-guard", "--db", db, "--outdir", str(tmp_path), "--quiet", "--reps", "1", "--clients", "2",
+              "--per-client", "2", "--pooler-port", port, "--configs", "stock,pgbouncer-1,mccdb:predictive"]
+    res, per = workload.main(common + ["--mix", "long"])
+    md = res.write().read_text()
+    # fixed work: every configuration ran both classes of the long mix, 4 queries in all
+    for cfg in ("stock", "pgbouncer-1", "mccdb:predictive"):
+        assert per[(None, cfg, "all analytics")]["n"] == [4.0], per
+    assert per[(None, "stock", "all analytics")]["qph/stock"] == [1.0]
+    assert "default_pool_size = 1" in md and (tmp_path / "scheduler-vs-pooler-long-closed.png").exists()
+    res, per = workload.main(common + ["--mix", "short", "--mode", "open", "--load", "0.5", "--arrivals", "6",
+                                       "--capacity", "36000", "--max-conns", "3", "--name", "open"])
+    assert per[(0.5, "pgbouncer-1", "short")]["n"] == [6.0] and "load 0.5: 6 arrivals" in res.write().read_text()
+    with pg.connect(db) as c:   # back on the server with mccdb preloaded, policy off
+        assert c.execute("select policy from mccdb_scheduler()").fetchone()[0] == "off"
 
 
 def test_learning_curve_end_to_end(db, tmp_path):
