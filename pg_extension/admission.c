@@ -389,10 +389,28 @@ mccdb_scheduler(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
+/* DISCARD ALL: this session's hold ends (a pooler hands the session on). */
+void
+mccdb_admission_discard(void)
+{
+	bool		had_hold;
+
+	if (mccdb_adm == NULL)
+		return;
+	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
+	had_hold = mccdb_adm->held_by == MyProcPid;
+	if (had_hold)
+		mccdb_adm->held_by = 0;
+	LWLockRelease(mccdb_adm->lock);
+	if (had_hold)
+		ConditionVariableBroadcast(&mccdb_adm->cv);
+}
+
 /*
  * Hold admission (queue everything, run nothing new) or release it: how a
  * static batch, as in the paper's experiments, is submitted "together".
- * The hold belongs to the session that took it and ends with it; another
+ * The hold belongs to the session that took it and ends with it or with its
+ * DISCARD ALL (what a pooler runs before handing the session on); another
  * session may end it only with the privileges of the holder's role (as
  * pg_cancel_backend decides), and nobody takes it over silently.
  * mccdb.max_wait still admits.

@@ -41,6 +41,9 @@ extern void mccdb_admission_run(MccdbStatement *st, ScanDirection direction,
 /* The statement ends (ExecutorEnd): give its slots back. */
 extern void mccdb_admission_statement_end(MccdbStatement *st);
 
+/* DISCARD ALL: end this session's hold, as it ends its advisory locks. */
+extern void mccdb_admission_discard(void);
+
 /* In a parallel worker: run in the leader's last-level-cache domain. */
 extern void mccdb_admission_parallel_worker(void);
 

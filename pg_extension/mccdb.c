@@ -206,6 +206,9 @@ mccdb_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 			mccdb_nesting_leave();
 	}
 	PG_END_TRY();
+	/* DISCARD ALL resets a session for its next user: the hold too */
+	if (IsA(stmt, DiscardStmt) && ((DiscardStmt *) stmt)->target == DISCARD_ALL)
+		mccdb_admission_discard();
 }
 
 /*

@@ -8,9 +8,10 @@ still admit and finish every gated query.  Per-transaction settings
 client any more: a session SET stays on the server connection for the
 next client, and a hold (mccdb_hold_admission(true)) belongs to the
 server backend that took it, so it outlives the client's transaction and
-session (in session pooling too: DISCARD ALL does not end it) and ends
-only when a client releases it, mccdb.max_wait admits past it, or
-PgBouncer closes that server connection (docs/usage.md: "A
+session in transaction pooling, and ends when a client releases it,
+mccdb.max_wait admits past it, PgBouncer closes that server connection,
+or the connection is reset with DISCARD ALL (session pooling does that
+when its client leaves) (docs/usage.md: "A
 hold belongs to the session that took it"; behind a transaction pooler
 that session is a server connection).  These tests pin that behaviour.
 
@@ -22,16 +23,13 @@ deterministic.
 """
 import os
 import pathlib
-import sys
 import threading
 import time
 
 import psycopg
 import pytest
-from conftest import ROOT, configure, connect, query, tagged, wait_until
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from mccdb_bench.harness import pgbouncer  # noqa: E402
+from conftest import configure, connect, query, tagged, wait_until
+from mccdb_bench.harness import pgbouncer
 
 pytestmark = pytest.mark.skipif(pgbouncer.binary() is None,
                                 reason="pgbouncer is not installed (scripts/install-deps.sh installs it from "
@@ -197,19 +195,30 @@ def test_a_hold_belongs_to_the_pooled_server_backend(ctl, pooler, gated):
         assert tx(c, gated)
 
 
-def test_a_hold_outlives_its_client_in_session_pooling_too(ctl, pooler, gated):
+def test_a_hold_ends_with_its_client_in_session_pooling(ctl, pooler, gated):
     """Session pooling resets the server connection with DISCARD ALL when
-    the client leaves; that does not end a hold either."""
+    the client leaves: that ends its hold, as it ends advisory locks."""
     p = pooler(1, mode="session")
     with client(p) as a:
         a.execute("select mccdb_hold_admission(true)")
         holder = server_pid(a)
-    time.sleep(0.5)
-    assert ctl.execute("select held, held_by from mccdb_scheduler()").fetchone() == (True, holder)
+        assert ctl.execute("select held_by from mccdb_scheduler()").fetchone()[0] == holder
+    wait_until(ctl, "select held from mccdb_scheduler()", False, timeout=10)
+    # the server connection itself lives on in the pool
     assert ctl.execute("select count(*) from pg_stat_activity where pid = %s", (holder,)).fetchone()[0] == 1
-    with client(p) as b:
-        b.execute("select mccdb_hold_admission(false)")
-    assert not ctl.execute("select held from mccdb_scheduler()").fetchone()[0]
+
+
+def test_discard_all_ends_a_hold(ctl):
+    with connect() as a:
+        a.execute("select mccdb_hold_admission(true)")
+        assert ctl.execute("select held_by from mccdb_scheduler()").fetchone()[0] == a.info.backend_pid
+        a.execute("discard all")
+        assert not ctl.execute("select held from mccdb_scheduler()").fetchone()[0]
+        # DISCARD of something else leaves it
+        a.execute("select mccdb_hold_admission(true)")
+        a.execute("discard plans")
+        assert ctl.execute("select held from mccdb_scheduler()").fetchone()[0]
+        a.execute("select mccdb_hold_admission(false)")
 
 
 def test_a_hold_through_a_small_pool_ends_only_by_max_wait(ctl, pooler, gated):
