@@ -4,8 +4,9 @@ Waits used to compare GetCurrentTimestamp() values: after the wall clock
 stepped back (an NTP step, a VM restored), mccdb.max_wait and the
 deadlock escape stopped working for the length of the step.  Here a
 server of its own runs under libfaketime (Debian's libfaketime): its wall
-clock steps back an hour while a query waits in a held gate with max_wait
-2 s; the query must still be admitted after about 2 s.  The monotonic
+clock steps back an hour while a query waits in the gate, held (max_wait
+2 s) or behind a query that waits for its lock (deadlock_timeout 0.5 s);
+the query must still be admitted after about that long.  The monotonic
 clock is left alone (DONT_FAKE_MONOTONIC), as a real step leaves it.
 
 The step also stops the server's own timeouts (statement_timeout compares
@@ -82,7 +83,11 @@ def stepped_server():
             c.execute("create extension mccdb")
 
         def step(offset):
-            clock.write_text(offset + "\n")
+            # renamed into place: a backend never reads a half-written file
+            tmp = clock.with_suffix(".new")
+            tmp.write_text(offset + "\n")
+            tmp.chmod(0o644)
+            tmp.replace(clock)
 
         yield connect_own, step
     finally:
