@@ -142,7 +142,7 @@ def test_a_learned_file_with_a_negative_weight_is_ignored_whole(server):
     server.execute("drop table if exists gt_weights")
     server.execute("create table gt_weights as select generate_series(1, 100000) v")
     server.execute("analyze gt_weights")
-    sql = "select count(*) from gt_weights where v % 3 = 1"
+    sql = "select count(*) from gt_weights where md5(v::text) like 'a%'"   # 5 ms or more: learned
     run_alone("ssb", sql, 2)
     assert server.execute("select rate_samples from mccdb_run_time_model()").fetchone()[0] >= 2
     server.close()
