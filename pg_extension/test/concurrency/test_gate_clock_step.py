@@ -23,7 +23,7 @@ import time
 
 import psycopg
 import pytest
-from conftest import connect
+from conftest import connect, wait_until
 
 # Debian's libfaketime, in the machine's multiarch directory
 LIBFAKETIME = next(iter(sorted(pathlib.Path("/usr/lib").glob("*/faketime/libfaketime.so.1"))), None)
@@ -127,11 +127,8 @@ def wait_through_a_step(ctl, step, session, bound):
 
     t = threading.Thread(target=run)
     t.start()
-    deadline = time.time() + 5
-    while ctl.execute("select count(*) from mccdb_queue where pid = %s and state = 'waiting'",
-                      (session.info.backend_pid,)).fetchone()[0] != 1:
-        assert time.time() < deadline, "the query did not wait in the gate"
-        time.sleep(0.05)
+    wait_until(ctl, f"select count(*) from mccdb_queue where pid = {session.info.backend_pid} "
+                    "and state = 'waiting'", 1, timeout=5)
     start = time.monotonic()
     step("-3600")
     # every backend reads the clock file at each reading of the clock
@@ -172,11 +169,8 @@ def test_the_deadlock_escape_works_after_the_wall_clock_steps_back(own):
         a.execute("lock table locked in access exclusive mode")
         tb = threading.Thread(target=lambda: b.execute("select locked_count() from t where v < 3"), daemon=True)
         tb.start()
-        deadline = time.time() + 5
-        while ctl.execute("select count(*) from pg_stat_activity where pid = %s and wait_event_type = 'Lock'",
-                          (b.info.backend_pid,)).fetchone()[0] != 1:
-            assert time.time() < deadline, "B did not wait for A's lock"
-            time.sleep(0.05)
+        wait_until(ctl, f"select count(*) from pg_stat_activity where pid = {b.info.backend_pid} "
+                        "and wait_event_type = 'Lock'", 1, timeout=5)
         before = ctl.execute("select admitted_for_locks from mccdb_scheduler()").fetchone()[0]
         # A now needs the slot B fills: after deadlock_timeout, A goes first
         admitted, took, errors = wait_through_a_step(ctl, step, a, DEADLOCK_TIMEOUT_S + 5)

@@ -12,13 +12,11 @@ import os
 import pathlib
 import re
 import select
-import threading
 import time
 
 import pytest
 from conftest import configure, connect, wait_until
-
-HANG = "20s"
+from test_gate_never_hangs import in_thread, session
 
 
 @pytest.fixture(scope="module")
@@ -34,29 +32,6 @@ def tables():
     yield
     with connect() as c:
         c.execute("drop table if exists gt_big, gt_small, gt_lockme")
-
-
-def session(**settings):
-    c = connect()
-    c.execute(f"set statement_timeout = '{HANG}'")
-    for k, v in settings.items():
-        c.execute(f"set {k} = '{v}'")
-    return c
-
-
-def in_thread(fn):
-    """Run fn in a thread; return (thread, result list, error list)."""
-    result, errors = [], []
-
-    def body():
-        try:
-            result.append(fn())
-        except Exception as e:  # reported by the test
-            errors.append(e)
-
-    t = threading.Thread(target=body, daemon=True)
-    t.start()
-    return t, result, errors
 
 
 def one_slot(ctl, **more):

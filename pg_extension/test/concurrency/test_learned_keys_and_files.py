@@ -17,24 +17,11 @@ import threading
 
 import psycopg
 import pytest
-from conftest import GATE_SETTINGS, cluster, configure, connect, server_log, wait_until
+from conftest import cluster, configure, connect, server_log, wait_until
+from test_learned_state_restart import server  # noqa: F401 (a fixture)
 
 DB_A, DB_B = "mccdb_gt_runs_a", "mccdb_gt_runs_b"
 RUN = "select count(*) from gt_runs where md5(v::text) like 'a%'"
-
-
-@pytest.fixture
-def server():
-    """A session for the test; the settings reset afterwards on a new one
-    (a restart ends every session, so conftest's ctl cannot be used)."""
-    c = connect()
-    c.execute("set mccdb.min_cost = 1e30")
-    yield c
-    c.close()
-    with connect() as c:
-        for k in GATE_SETTINGS:
-            c.execute(f"alter system reset mccdb.{k}")
-        c.execute("select pg_reload_conf()")
 
 
 def run_alone(dbname, sql, times):
