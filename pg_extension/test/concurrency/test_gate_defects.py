@@ -16,37 +16,19 @@ import time
 
 import pytest
 from conftest import configure, connect, wait_until
-from test_gate_never_hangs import in_thread, session
-
-
-@pytest.fixture(scope="module")
-def tables():
-    with connect() as c:
-        c.execute("drop table if exists gt_big, gt_small, gt_lockme")
-        c.execute("create table gt_big (id int primary key, pad text)")
-        c.execute("insert into gt_big select g, repeat('x', 20) from generate_series(1, 20000) g")
-        c.execute("create table gt_small (id int primary key, v int)")
-        c.execute("insert into gt_small select g, g from generate_series(1, 100) g")
-        c.execute("create table gt_lockme (id int)")
-        c.execute("analyze gt_big, gt_small")
-    yield
-    with connect() as c:
-        c.execute("drop table if exists gt_big, gt_small, gt_lockme")
+from test_gate_never_hangs import JOIN, in_thread, session, tables  # noqa: F401 (a fixture)
 
 
 def one_slot(ctl, **more):
     configure(ctl, schedule="mls", corun_slots=1, max_wait="10min", min_cost=0, **more)
 
 
-JOIN = "select count(*) from gt_big b join gt_small s on s.id = b.id % 100 + 1"
-
-
 # ---- 3: calling an extension function does not exempt a join from the gate
 
 @pytest.mark.parametrize("sql", [
-    "select count(*), mccdb_partition() is not null from gt_big b join gt_small s on s.id = b.id % 100 + 1",
-    "select count(*) from gt_big b join gt_small s on s.id = b.id % 100 + 1 where mccdb_partition()::text <> s.v::text",
-    "select count(*) from gt_big b join gt_small s on s.id = b.id % 100 + 1 "
+    "select count(*), mccdb_partition() is not null from gate_big b join gate_small s on s.id = b.id % 100 + 1",
+    "select count(*) from gate_big b join gate_small s on s.id = b.id % 100 + 1 where mccdb_partition()::text <> s.v::text",
+    "select count(*) from gate_big b join gate_small s on s.id = b.id % 100 + 1 "
     "cross join (select count(*) from mccdb_queue) q",
 ], ids=["target list", "where", "beside the queue view"])
 def test_a_join_that_calls_an_extension_function_waits_in_a_held_gate(ctl, tables, sql):
@@ -101,6 +83,7 @@ def test_a_gate_waiters_lock_check_does_not_leak_with_many_lock_waiters(ctl, tab
     ctl.execute("alter system set deadlock_timeout = '100ms'")
     one_slot(ctl)
     log = pathlib.Path(os.environ["MCCDB_CLUSTER_DIR"]) / "server.log"
+    ctl.execute("create table if not exists gt_lockme (id int)")
     holder = session()
     lockers = [session() for _ in range(10)]
     waiter = session()
@@ -140,6 +123,7 @@ def test_a_gate_waiters_lock_check_does_not_leak_with_many_lock_waiters(ctl, tab
             lk.execute("rollback")
         for c in (holder, waiter, *lockers):
             c.close()
+        ctl.execute("drop table gt_lockme")
 
 
 # ---- 7: a lent query takes its slots back when its client reads again
