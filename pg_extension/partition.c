@@ -117,6 +117,15 @@ static bool placed = false;
 static char home_group[512] = "";	/* where the backend was before the move */
 static char failure[512] = "";	/* the last failure in this backend */
 
+/*
+ * Setting a colour policy is a privilege on the colouring kernel
+ * (vm.page_color_restrict, default 1: CAP_SYS_NICE); EPERM says the server
+ * lacks it.
+ */
+#define COLOR_PRIVILEGE_MSG "page colours need CAP_SYS_NICE or vm.page_color_restrict = 0"
+#define COLOR_PRIVILEGE_HINT "Give the server CAP_SYS_NICE (systemd: AmbientCapabilities=CAP_SYS_NICE in the postgresql unit), or let every user colour with \"sysctl vm.page_color_restrict=0\"; see docs/usage.md."
+static bool color_privilege_missing = false;
+
 /* A statement that set the backend's placement (see "Per statement"). */
 typedef struct PartitionFrame
 {
@@ -195,8 +204,16 @@ start_colors(void)
 		 errno != EIO) ||
 		pagecolor_set_policy(COLOR_MODE_PREFERRED, &pool_colors) != 0)
 	{
-		snprintf(status, sizeof(status),
-				 "unavailable: colouring the buffer pool with %s failed: %m", list);
+		if (errno == EPERM)
+		{
+			color_privilege_missing = true;
+			snprintf(status, sizeof(status),
+					 "unavailable: " COLOR_PRIVILEGE_MSG " (colouring the buffer pool with %s: %m)",
+					 list);
+		}
+		else
+			snprintf(status, sizeof(status),
+					 "unavailable: colouring the buffer pool with %s failed: %m", list);
 		return false;
 	}
 	snprintf(status, sizeof(status),
@@ -249,7 +266,12 @@ partition_startup(void)
 				 "unavailable: the kernel has no page colouring (no /sys/kernel/mm/page_coloring) and %s is not a resctrl mount",
 				 resctrl_path);
 
-	ereport(LOG, (errmsg("mccdb: cache partitioning %s", status)));
+	if (color_privilege_missing)
+		ereport(LOG,
+				(errmsg("mccdb: cache partitioning %s", status),
+				 errhint(COLOR_PRIVILEGE_HINT)));
+	else
+		ereport(LOG, (errmsg("mccdb: cache partitioning %s", status)));
 	if (backend == PARTITION_COLORS)
 		/* fresh pages for big allocations, so colours take effect */
 		mallopt(M_MMAP_THRESHOLD, 32 * 1024);
@@ -284,8 +306,9 @@ place(bool on)
 	{
 		if (pagecolor_set_policy(COLOR_MODE_PREFERRED, on ? &hash_colors : &pool_colors) != 0)
 		{
-			snprintf(err, sizeof(err), "%s: %m",
-					 on ? "moving to the hash table colours" : "restoring the buffer pool colours");
+			snprintf(err, sizeof(err), "%s: %m%s",
+					 on ? "moving to the hash table colours" : "restoring the buffer pool colours",
+					 errno == EPERM ? " (" COLOR_PRIVILEGE_MSG ")" : "");
 			note_failure(err);
 			return;
 		}
@@ -449,6 +472,9 @@ mccdb_partition(PG_FUNCTION_ARGS)
 	if (failure[0] != '\0')
 		values[1] = CStringGetTextDatum(psprintf("%s; failed in this backend: %s",
 												 status, failure));
+	else if (color_privilege_missing)
+		values[1] = CStringGetTextDatum(psprintf("%s; hint: %s", status,
+												 COLOR_PRIVILEGE_HINT));
 	else
 		values[1] = CStringGetTextDatum(status);
 	if (backend == PARTITION_COLORS)

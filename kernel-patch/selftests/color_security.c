@@ -12,11 +12,16 @@
  *   reader) only to a reader with CAP_SYS_ADMIN.
  *
  * Runs as root; the attacker is a forked child that drops to uid 65534.
+ * Setting a colour policy is itself a privilege (vm.page_color_restrict,
+ * color_privilege checks it); these checks are about what a process that
+ * may colour can do to others, so the sysctl is 0 while they run and is
+ * put back afterwards.
  */
 #include "pc_test.h"
 
 #include <grp.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -24,8 +29,33 @@
 
 #define NPAGES		16
 #define NOBODY		65534
+#define SYSCTL		"/proc/sys/vm/page_color_restrict"
 
 static pagecolor_set_t setA, setB;
+
+/* Write @val to the sysctl; its old value in @old (-1 when absent). */
+static void restrict_colours(const char *val, char *old, size_t len)
+{
+	ssize_t n = -1;
+	int fd;
+
+	if (old) {
+		fd = open(SYSCTL, O_RDONLY);
+		n = fd >= 0 ? read(fd, old, len - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		old[n > 0 ? n : 0] = 0;
+		if (n <= 0) {
+			tap_diag("no %s: colour policies are unprivileged here", SYSCTL);
+			return;
+		}
+	}
+	fd = open(SYSCTL, O_WRONLY);
+	if (fd < 0 || write(fd, val, strlen(val)) != (ssize_t)strlen(val))
+		tap_diag("writing %s to %s: %s", val, SYSCTL, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
 
 static void drop_privileges(void)
 {
@@ -184,13 +214,14 @@ int main(void)
 	int pipe_fds[2], st, line, in;
 	pid_t child;
 	char *p, *own = NULL;
-	char buf[64];
+	char buf[64], restrict_old[16];
 
 	pc_init(10);
 	if (geteuid() != 0) {
 		tap_diag("must run as root (the attacker is a child that drops to uid %d)", NOBODY);
 		return tap_finish();
 	}
+	restrict_colours("0", restrict_old, sizeof(restrict_old));
 	snprintf(buf, sizeof(buf), "0-%d", pc_nr_colors / 4 - 1);
 	setA = pc_set(buf);
 	snprintf(buf, sizeof(buf), "%d-%d", pc_nr_colors / 2, pc_nr_colors / 2 + pc_nr_colors / 4 - 1);
@@ -284,5 +315,7 @@ int main(void)
 
 	munmap(p, NPAGES * pc_page_size);
 	close(args.fd);
+	if (restrict_old[0])
+		restrict_colours(restrict_old, NULL, 0);
 	return tap_finish();
 }

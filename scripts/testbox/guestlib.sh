@@ -13,6 +13,12 @@ chmod 777 $out
 grep -q " /dev/shm " /proc/mounts || mount -t tmpfs -o mode=1777 shm /dev/shm
 chown -R postgres:postgres /pgdata
 chmod 700 /pgdata
+# Setting a page colour policy is a privilege (vm.page_color_restrict,
+# default 1: CAP_SYS_NICE).  The server runs as the user postgres through
+# su, which drops capabilities, and busybox has no way to hand it an
+# ambient CAP_SYS_NICE; so, as a DBA would on a machine where every local
+# user may colour, the guest's init lowers the sysctl (docs/usage.md).
+[ ! -w /proc/sys/vm/page_color_restrict ] || echo 0 > /proc/sys/vm/page_color_restrict
 n=0 bad=0
 tap() {
 	n=$((n + 1))

@@ -299,7 +299,11 @@ static int do_run(const char *list, int preferred, char **argv)
 		return EXIT_USAGE;
 	}
 	if (pagecolor_set_policy(mode, &set) != 0) {
-		fprintf(stderr, "%s: set_color_policy: %s\n", prog, strerror(errno));
+		int err = errno;
+
+		fprintf(stderr, "%s: set_color_policy: %s%s\n", prog, strerror(err),
+			err == EPERM ? " (page colours need CAP_SYS_NICE or "
+			"vm.page_color_restrict = 0)" : "");
 		return EXIT_SYSCALL;
 	}
 	execvp(argv[0], argv);
