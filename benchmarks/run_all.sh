@@ -49,4 +49,5 @@ bench scheduler_overhead --db ssb
 bench mechanism_costs --db plq --reps 5
 bench planning_overhead --scale "$SF"
 bench oltp_overhead --scale 10 --clients 4 --seconds 20 --reps 3
+bench workload --db ssb --mix short --mode closed --clients 6 --per-client 10 --configs stock,pgbouncer,off,mccdb:predictive,mccdb:shortest --reps 3
 bench fig5_table2 --db plq

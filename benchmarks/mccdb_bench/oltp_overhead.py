@@ -103,7 +103,8 @@ def main(argv=None):
 
     res = report.Result(args.name, "OLTP overhead: pgbench with and without mccdb",
                         scale=f"pgbench scale {args.scale}", outdir=args.outdir)
-    guard = res.guard = start_guard(args, say, own_load=min(args.clients, os.cpu_count() or 1))
+    # its own load: a backend per client and pgbench's threads
+    guard = res.guard = start_guard(args, say, own_load=args.clients + min(args.clients, os.cpu_count() or 1))
     tps = {(mode, cfg): [] for mode, _ in MODES for cfg in CONFIGS}
     try:
         with psycopg.connect(stock + " dbname=pgbench", autocommit=True) as c:
