@@ -167,20 +167,13 @@ release_entry(void)
 static void
 gate_shmem_exit(int code, Datum arg)
 {
-	bool		had_hold;
-
 	if (mccdb_adm == NULL)
 		return;
 	/* a FATAL may have come while a lock was held */
 	LWLockReleaseAll();
 	release_entry();
-	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
-	had_hold = mccdb_adm->held_by == MyProcPid;
-	if (had_hold)
-		mccdb_adm->held_by = 0;
-	LWLockRelease(mccdb_adm->lock);
-	if (had_hold)
-		ConditionVariableBroadcast(&mccdb_adm->cv);
+	/* the hold ends with the session, as with its DISCARD ALL */
+	mccdb_admission_discard();
 	/* counts noted under the lock, by a statement that failed too */
 	mccdb_query_stats_report();
 }
