@@ -108,6 +108,15 @@ typedef struct AdmissionShared
 
 extern AdmissionShared *mccdb_adm;
 
+/* An entry's key in the known queries and the statistics. */
+static inline MccdbQueryKey
+mccdb_entry_key(const AdmissionEntry *e)
+{
+	MccdbQueryKey key = {e->userid, e->dbid, e->queryid, e->cls};
+
+	return key;
+}
+
 /* Settings (admission.c). */
 extern int	mccdb_schedule;
 extern int	mccdb_corun_slots;

@@ -448,21 +448,12 @@ gate_applies(MccdbStatement *st)
 		!is_own_statement(stmt);
 }
 
-/* An entry's key in the known queries. */
-static MccdbQueryKey
-entry_key(const AdmissionEntry *e)
-{
-	MccdbQueryKey key = {e->userid, e->dbid, e->queryid, e->cls};
-
-	return key;
-}
-
 /* Take the slots of this backend's entry as admitted; caller holds the lock. */
 static void
 admit_locked(MccdbStatement *st, AdmissionEntry *e, int64 enqueued_us,
 			 int64 now_us, bool for_locks)
 {
-	MccdbQueryKey key = entry_key(e);
+	MccdbQueryKey key = mccdb_entry_key(e);
 	KnownQuery *k = mccdb_known_query(&key, true, now_us);
 	double		waited_ms = (double) (now_us - enqueued_us) / 1000.0;
 	bool		starved = waited_ms >= mccdb_max_wait_ms;
@@ -572,7 +563,7 @@ wait_for_admission(MccdbStatement *st)
 	e->since = GetCurrentTimestamp();
 	e->queryid = st->queryDesc->plannedstmt->queryId;
 	e->cost = st->real_cost;
-	key = entry_key(e);
+	key = mccdb_entry_key(e);
 	e->predicted = mccdb_predict_seconds(&key, e->cost, enqueued_us);
 	holding = true;
 	holding_statement = st;

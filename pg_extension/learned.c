@@ -223,13 +223,6 @@ mccdb_learned_startup(void)
 	on_shmem_exit(write_learned_file, (Datum) 0);
 }
 
-static bool
-same_key(const MccdbQueryKey *a, const MccdbQueryKey *b)
-{
-	return a->queryid == b->queryid && a->dbid == b->dbid &&
-		a->userid == b->userid && a->cls == b->cls;
-}
-
 KnownQuery *
 mccdb_known_query(const MccdbQueryKey *key, bool create, int64 now_us)
 {
@@ -242,7 +235,7 @@ mccdb_known_query(const MccdbQueryKey *key, bool create, int64 now_us)
 	{
 		KnownQuery *k = &mccdb_adm->known[i];
 
-		if (same_key(&k->key, key))
+		if (mccdb_query_key_equal(&k->key, key))
 			return k;
 		if (oldest == NULL || k->key.queryid == 0 ||
 			(oldest->key.queryid != 0 && k->last_used_us < oldest->last_used_us))
@@ -274,15 +267,6 @@ mccdb_predict_seconds(const MccdbQueryKey *key, double cost, int64 now_us)
 	return cost * model_cell_value(&mccdb_adm->seconds_per_cost, DEFAULT_SECONDS_PER_COST);
 }
 
-/* An entry's key in the known queries. */
-static MccdbQueryKey
-entry_key(const AdmissionEntry *e)
-{
-	MccdbQueryKey key = {e->userid, e->dbid, e->queryid, e->cls};
-
-	return key;
-}
-
 /*
  * An admitted statement is done.  A run (nearly) alone teaches its alone
  * time and the seconds-per-cost rate; a run with company, of a query whose
@@ -296,7 +280,7 @@ mccdb_learn_from(AdmissionEntry *e, int64 now_us)
 	double		overlap[MODEL_CLASSES];
 	double		seconds = e->run_ms / 1000.0;
 	double		company = 0;
-	MccdbQueryKey key = entry_key(e);
+	MccdbQueryKey key = mccdb_entry_key(e);
 	KnownQuery *k;
 	int			c;
 

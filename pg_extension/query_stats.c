@@ -117,13 +117,6 @@ entry_objid(const MccdbQueryKey *key)
 	return hash_combine64(hash_combine64(key->queryid, who), (uint64) key->cls);
 }
 
-static bool
-same_key(const MccdbQueryKey *a, const MccdbQueryKey *b)
-{
-	return a->queryid == b->queryid && a->dbid == b->dbid &&
-		a->userid == b->userid && a->cls == b->cls;
-}
-
 static void
 query_stats_reset_timestamp(PgStatShared_Common *header, TimestampTz ts)
 {
@@ -166,7 +159,7 @@ note(const MccdbQueryKey *key, bool drop)
 	if (nnoted > 0 && !drop)
 	{
 		n = &noted[nnoted - 1];
-		if (same_key(&n->key, key) && !n->drop)
+		if (mccdb_query_key_equal(&n->key, key) && !n->drop)
 			return n;
 	}
 	if (nnoted == MAX_NOTED)
@@ -233,7 +226,7 @@ report_one(const NotedCount *n, TimestampTz now)
 	}
 	ref = pgstat_get_entry_ref_locked(kind, InvalidOid, objid, false);
 	e = &((PgStatShared_MccdbQuery *) ref->shared_stats)->stats;
-	if (!same_key(&e->key, &n->key))
+	if (!mccdb_query_key_equal(&e->key, &n->key))
 	{
 		/* new, reset (its time kept) or, vanishingly rarely, another key's */
 		TimestampTz since = e->key.queryid == 0 && e->counters.since != 0 ? e->counters.since : now;
@@ -281,7 +274,7 @@ mccdb_query_stats_get(const MccdbQueryCounters *own, const MccdbQueryKey *key,
 	}
 	e = pgstat_fetch_entry((PgStat_Kind) stats_kind, InvalidOid, entry_objid(key));
 	memset(out, 0, sizeof(*out));
-	if (e != NULL && (e->key.queryid == 0 || same_key(&e->key, key)))
+	if (e != NULL && (e->key.queryid == 0 || mccdb_query_key_equal(&e->key, key)))
 		*out = e->counters;
 	if (out->since == 0)
 		out->since = own->since;	/* not admitted since it became known */

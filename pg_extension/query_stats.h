@@ -32,6 +32,13 @@ typedef struct MccdbQueryKey
 	int			cls;			/* the plan's locality class */
 } MccdbQueryKey;
 
+static inline bool
+mccdb_query_key_equal(const MccdbQueryKey *a, const MccdbQueryKey *b)
+{
+	return a->queryid == b->queryid && a->dbid == b->dbid &&
+		a->userid == b->userid && a->cls == b->cls;
+}
+
 typedef struct MccdbQueryCounters
 {
 	int64		admissions;
