@@ -224,6 +224,7 @@ pick_shortest(int64 now_us, bool *at_once)
 	AdmissionEntry *best = NULL;
 	double		best_ratio = 0;
 	int			max_free = 0;
+	int			widest = mccdb_max_query_slots();
 
 	for (int d = 0; d < mccdb_gate_domains(); d++)
 		max_free = Max(max_free, mccdb_domain_slots(d) - mccdb_adm->domain_used[d]);
@@ -240,7 +241,7 @@ pick_shortest(int64 now_us, bool *at_once)
 			*at_once = true;
 			return e;
 		}
-		if (Min(e->slots, mccdb_max_query_slots()) > max_free)
+		if (Min(e->slots, widest) > max_free)
 			continue;
 		waited = (double) (now_us - e->since_us) / 1e6;
 		ratio = (waited + Max(e->predicted, 1e-3)) / Max(e->predicted, 1e-3);
