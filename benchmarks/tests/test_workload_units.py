@@ -111,3 +111,9 @@ def test_pgbouncer_configuration(tmp_path):
     with pytest.raises(RuntimeError):   # it needs the server's socket directory
         pgbouncer.PgBouncer(2, 6432, server_host="localhost")
 
+
+
+def test_lone_tail_is_the_time_with_one_client_left():
+    assert workload.lone_tail([10.0, 30.0, 12.5]) == 17.5
+    assert workload.lone_tail([5.0, 5.0]) == 0.0
+    assert workload.lone_tail([7.0]) == 0.0
