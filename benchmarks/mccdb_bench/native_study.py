@@ -286,10 +286,10 @@ class Stream:
 
     def __init__(self, exe, mib, cpu, notes):
         self.proc = subprocess.Popen([str(exe), str(mib)], stdout=subprocess.PIPE, text=True)
-        pin(self.proc.pid, cpu, notes, "the stream antagonist")
         if self.proc.stdout.readline().strip() != "ready":
             self.close()
             raise RuntimeError("stream_antagonist did not start")
+        pin(self.proc.pid, cpu, notes, "the stream antagonist")
         self.pid = self.proc.pid
         self.stop()
 
@@ -334,23 +334,39 @@ class Loop:
 
 
 def pairs(conn, q, corunner, rounds, say, label):
-    """rounds pairs (alone, co-run) of q on conn: (alone s, co-run s, the
-    co-runner's CPU time / the co-run's wall time per round)."""
-    alone, co, busy = [], [], []
+    """rounds pairs (alone, co-run) of q on conn: a dict of paired lists
+    'alone', 'co' (wall s), 'alone_cpu', 'co_cpu' (the target backend's CPU s;
+    empty when not readable here) and 'busy' (the co-runner's CPU time over the
+    co-run's wall time)."""
+    m = {"alone": [], "co": [], "alone_cpu": [], "co_cpu": [], "busy": []}
     for r in range(rounds):
-        alone.append(pg.timed(conn, q.sql))
+        w, cpu = pg.timed_cpu(conn, q.sql)
         corunner.start()
         try:
             c0 = pg.backend_cpu(corunner.pid)
-            co.append(pg.timed(conn, q.sql))
+            w2, cpu2 = pg.timed_cpu(conn, q.sql)
             c1 = pg.backend_cpu(corunner.pid)
         finally:
             corunner.stop()
+        m["alone"].append(w)
+        m["co"].append(w2)
+        if cpu is not None and cpu2 is not None:
+            m["alone_cpu"].append(cpu)
+            m["co_cpu"].append(cpu2)
         if c0 is not None and c1 is not None:
-            busy.append((c1 - c0) / co[-1])
-        say(f"  {label} round {r + 1}/{rounds}: alone {alone[-1]:.3f} s, co-run {co[-1]:.3f} s "
-            f"({co[-1] / alone[-1]:.2f}x)")
-    return alone, co, busy
+            m["busy"].append((c1 - c0) / w2)
+        say(f"  {label} round {r + 1}/{rounds}: alone {w:.3f} s, co-run {w2:.3f} s ({w2 / w:.2f}x)")
+    if len(m["alone_cpu"]) != rounds:
+        m["alone_cpu"], m["co_cpu"] = [], []
+    return m
+
+
+def cpu_or_wall(*runs):
+    """Lists of (wall s, CPU s or None) -> ([times] per list, 'CPU' or 'wall'):
+    the CPU times when every run has one (the backend's own time, free of
+    waiting for a CPU), else the wall times."""
+    every = all(cpu is not None for r in runs for _, cpu in r)
+    return [[cpu if every else wall for wall, cpu in r] for r in runs], "CPU" if every else "wall"
 
 
 def chase_ns(exe, kb, accesses, cpu):
@@ -401,7 +417,7 @@ def main(argv=None):
     chase_exe = llc_knee.build(tmp.name)
     stream_exe = llc_knee.build(tmp.name, STREAM_SOURCE)
     stream = Stream(stream_exe, a.stream_mib, cpu_c, notes)
-    rows, decomp, busy_all = [], [], {k: [] for k in KINDS}
+    rows, decomp, busy_all, clocks = [], [], {k: [] for k in KINDS}, set()
     scanq = scan_query(scan_rows)
     try:
         with pg.connect(a.db) as c:     # the scan table into shared buffers
@@ -417,18 +433,20 @@ def main(argv=None):
                     raise RuntimeError(f"{size} MB: the plan hashed {ex['hashed']} in {ex['batches']} batches")
                 say(f"{size:g} MB: {R:,} build rows, hash table {ex['peak_bytes'] / 1048576:.2f} MB, "
                     f"{ex['probes']:,} probes")
-                cells, alone_blocks = {}, []
+                cells, alone_blocks, cpu_blocks = {}, [], []
                 for kind in KINDS:
                     corunner = (stream if kind == "stream" else
                                 Loop(scanq if kind == "scan" else q, a.db, cpu_c, notes, f"the {kind} co-runner's backend"))
                     with guard.measuring(f"{size:g} MB beside {kind}"):
-                        alone, co, busy = pairs(conn, q, corunner, rounds, say, f"{size:g} MB beside {kind}")
-                    alone_blocks.append(alone)
-                    busy_all[kind] += busy
-                    cells[kind] = ci_summary(stats.ratios(co, alone))
+                        m = pairs(conn, q, corunner, rounds, say, f"{size:g} MB beside {kind}")
+                    alone_blocks.append(m["alone"])
+                    cpu_blocks.append(m["alone_cpu"])
+                    busy_all[kind] += m["busy"]
+                    cells[kind] = ci_summary(stats.ratios(m["co"], m["alone"]))
+                    cells[kind + " cpu"] = ci_summary(stats.ratios(m["co_cpu"], m["alone_cpu"]))
                 alone_all = [t for b in alone_blocks for t in b]
                 rows.append({"size": size, "rows": R, "peak": ex["peak_bytes"], "alone": ci_summary(alone_all),
-                             "res": resolution(alone_blocks), **cells})
+                             "res": resolution(alone_blocks), "res cpu": resolution(cpu_blocks), **cells})
                 # the probe's time: slope over the probe count, alone and beside the stream
                 per = {}
                 for cond in ("alone", "stream"):
@@ -438,12 +456,14 @@ def main(argv=None):
                             stream.start()
                         try:
                             for _ in range(rounds):
-                                full_t.append(pg.timed(conn, q.sql))
-                                half_t.append(pg.timed(conn, half.sql))
+                                full_t.append(pg.timed_cpu(conn, q.sql))
+                                half_t.append(pg.timed_cpu(conn, half.sql))
                         finally:
                             if cond == "stream":
                                 stream.stop()
-                    per[cond] = ci_summary(per_probe_ns(full_t, half_t, probes - probes // 2))
+                    (full_s, half_s), clock = cpu_or_wall(full_t, half_t)
+                    per[cond] = ci_summary(per_probe_ns(full_s, half_s, probes - probes // 2))
+                    clocks.add(clock)
                     say(f"  probe {cond}: {per[cond].fmt(1)} ns")
             kb = int(size * 1024)
             ch = {"alone": [], "stream": []}
@@ -461,11 +481,22 @@ def main(argv=None):
     finally:
         stream.close()
         tmp.cleanup()
-    write(res, a, sizes, rows, decomp, busy_all, notes, C, rounds, probes)
+    write(res, a, sizes, rows, decomp, busy_all, notes, C, rounds, probes, "/".join(sorted(clocks)))
     return res, rows, decomp
 
 
-def write(res, a, sizes, rows, decomp, busy_all, notes, C, rounds, probes):
+def thp():
+    """The transparent huge page mode ('always', 'madvise', 'never'), or '?'."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            text = f.read()
+    except OSError:
+        return "?"
+    m = re.search(r"\[(\w+)\]", text)
+    return m.group(1) if m else "?"
+
+
+def write(res, a, sizes, rows, decomp, busy_all, notes, C, rounds, probes, clock):
     """The page: setup, the co-run table, the decomposition, what they say."""
     Cmb = C / 1048576 if C else None
     res.add(f"Target: `select count(*) from probe p join build_R b on b.id = p.k % R` over {probes:,} probe "
@@ -475,7 +506,9 @@ def write(res, a, sizes, rows, decomp, busy_all, notes, C, rounds, probes):
             f"looping on a second connection; **hash join** = the target's own query, looping on a second "
             f"connection. Per cell {rounds} pairs (alone, then co-run). Pinned: {'; '.join(sorted(notes))}. "
             + (f"Effective LLC C = {Cmb:g} MB (`mccdb.llc_size`)." if Cmb else "mccdb's C: not available.") + "\n")
-    res.add("Cells: median of the co-run / alone ratios of the pairs (95% bootstrap interval of the median). "
+    res.add("Actual MB: the hash node's Peak Memory Usage (EXPLAIN ANALYZE; 36 B per tuple before "
+            "alignment, and the bucket array). Cells: median of the co-run / alone ratios of the pairs "
+            "(95% bootstrap interval of the median). "
             "Resolution: half-width of the 95% interval of the median ratio between successive alone runs; "
             "**bold**: the interval lies beyond 1 +- the resolution.\n")
 
@@ -494,12 +527,20 @@ def write(res, a, sizes, rows, decomp, busy_all, notes, C, rounds, probes):
     res.add("\nThe co-runner's CPU time during the target's co-run, over the co-run's wall time (median): "
             "how much of the co-run it really ran beside the target.\n")
     res.table(["co-runner", "on CPU during the co-run"], busy)
+    res.add("\nThe same pairs in the target backend's CPU time (/proc/PID/schedstat): waiting for a CPU "
+            "does not count, cache-miss stalls do. Resolution from the alone CPU times.\n")
+    res.table(["hash table MB", "resolution", "beside stream", "beside seq scan", "beside hash join"],
+              [[f"{r['size']:g}", f"+-{100 * r['res cpu']:.1f}%" if r["res cpu"] is not None else "n/a"]
+               + [cell(r[k + " cpu"], r["res cpu"]) for k in KINDS] for r in rows])
 
     res.add("\n## The probe's time against the miss latency\n")
     res.add(f"Time per probe: (T(all probe rows) - T(first half)) / {probes - probes // 2:,}, per round, "
+            f"T the target backend's {clock} time, "
             f"median (95% bootstrap interval) over {rounds} rounds: the probe without the build and the scan. "
             "Chase: llc_knee.c's pointer chase over the same size (ns per dependent load, median of "
-            f"{a.chase_reps}), pinned like the target. Extra: over the smallest size, alone.\n")
+            f"{a.chase_reps}), pinned like the target, on transparent huge pages (madvise); the hash table "
+            f"gets huge pages only if the kernel's mode is 'always' (here: '{thp()}'), so a probe's extra "
+            "time includes its TLB misses. Extra: over the smallest size, alone.\n")
     base = decomp[0]
     dt = []
     for d in decomp:
@@ -520,8 +561,13 @@ def verdict(sizes, rows, decomp):
     for k in KINDS:
         hit = [f"{r['size']:g} MB ({r[k].median:.2f}x)" for r in rows if resolved(r[k], r["res"])]
         top = max(rows, key=lambda r: r[k].median)
-        out.append(f"- Beside the {k}: " + (f"resolved at {', '.join(hit)}" if hit else "no size resolved")
-                   + f"; largest median {top[k].median:.2f}x at {top['size']:g} MB.")
+        line = (f"- Beside the {k}: " + (f"resolved at {', '.join(hit)}" if hit else "no size resolved")
+                + f"; largest median {top[k].median:.2f}x at {top['size']:g} MB")
+        cpu = [f"{r['size']:g} MB ({r[k + ' cpu'].median:.2f}x)" for r in rows
+               if k + " cpu" in r and resolved(r[k + " cpu"], r.get("res cpu"))]
+        if any(r.get(k + " cpu") and r[k + " cpu"].n for r in rows):
+            line += "; in CPU time " + (f"resolved at {', '.join(cpu)}" if cpu else "no size resolved")
+        out.append(line + ".")
     res_all = [r["res"] for r in rows if r["res"] is not None]
     if res_all:
         out.append(f"- Resolution: +-{100 * min(res_all):.1f}% to +-{100 * max(res_all):.1f}% by size.")
@@ -531,7 +577,22 @@ def verdict(sizes, rows, decomp):
     ps = first_above(sizes, [d["probe_s"] for d in decomp], decomp[0]["probe"])
     out.append("- Beside the stream it " + (f"climbs above the smallest table's (alone) interval from {ps:g} MB."
                                             if ps is not None else "stays inside the smallest table's (alone) interval."))
+    first, last = decomp[0], decomp[-1]
+    probe_extra = last["probe"].median - first["probe"].median
+    chase_extra = last["chase"] - first["chase"]
+    if len(decomp) > 1 and chase_extra > 0:
+        out.append(f"- At {last['size']:g} MB a probe takes {probe_extra:+.1f} ns over the smallest table while "
+                   f"the chase's load takes {chase_extra:+.1f} ns more: {misses_per_probe(probe_extra, chase_extra):.2f} "
+                   "extra miss latencies per probe.")
     return "\n".join(out)
+
+
+def misses_per_probe(probe_extra_ns, chase_extra_ns):
+    """How many dependent misses' worth of extra time a probe pays: its extra
+    ns over the smallest table over the pointer chase's extra ns per load."""
+    if chase_extra_ns <= 0:
+        raise ValueError("the chase got no slower")
+    return probe_extra_ns / chase_extra_ns
 
 
 def draw(res, sizes, rows, decomp, Cmb):

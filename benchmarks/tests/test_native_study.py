@@ -2,6 +2,7 @@
 resolution, the probe slope, where a cost climbs (no server, no timing)."""
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 
@@ -76,7 +77,8 @@ def test_bootstrap_ci_brackets_the_median_and_is_reproducible():
     assert lo <= stats.percentile(xs, 50) <= hi
     assert min(xs) <= lo < hi <= max(xs)
     assert ns.bootstrap_ci(xs) == (lo, hi)
-    assert ns.bootstrap_ci(xs, seed=1) != (lo, hi)
+    mean_ci = ns.bootstrap_ci(xs, stat=statistics.mean, resamples=20)
+    assert ns.bootstrap_ci(xs, stat=statistics.mean, resamples=20, seed=1) != mean_ci  # the seed decides
     lo90, hi90 = ns.bootstrap_ci(xs, level=0.5)
     assert lo <= lo90 and hi90 <= hi and hi90 - lo90 < hi - lo
     with pytest.raises(ValueError):
@@ -141,14 +143,18 @@ def test_verdict_names_resolved_sizes_and_the_climb():
     S = stats.Summary
     one = S(1.0, 0.99, 1.01, 10)
     rows = [{"size": 1, "res": 0.02, "stream": one, "scan": one, "hash join": one},
-            {"size": 16, "res": 0.02, "stream": S(1.5, 1.4, 1.6, 10), "scan": one, "hash join": one}]
-    decomp = [{"size": 1, "probe": S(50, 48, 52, 5), "probe_s": S(51, 49, 53, 5)},
-              {"size": 16, "probe": S(90, 80, 100, 5), "probe_s": S(150, 140, 160, 5)}]
+            {"size": 16, "res": 0.02, "stream": S(1.5, 1.4, 1.6, 10), "scan": one, "hash join": one,
+             "res cpu": 0.01, "stream cpu": S(1.3, 1.2, 1.4, 10), "scan cpu": one}]
+    decomp = [{"size": 1, "probe": S(50, 48, 52, 5), "probe_s": S(51, 49, 53, 5), "chase": 10.0},
+              {"size": 16, "probe": S(90, 80, 100, 5), "probe_s": S(150, 140, 160, 5), "chase": 90.0}]
     text = ns.verdict([1, 16], rows, decomp)
     assert "Beside the stream: resolved at 16 MB (1.50x)" in text
-    assert "Beside the scan: no size resolved" in text
+    assert "Beside the scan: no size resolved; largest median 1.00x at 1 MB; in CPU time no size resolved." in text
+    assert "in CPU time resolved at 16 MB (1.30x)" in text
+    assert "Beside the hash join: no size resolved; largest median 1.00x at 1 MB." in text
     assert "climbs above the smallest table's interval from 16 MB" in text
     assert "+-2.0% to +-2.0%" in text
+    assert "+40.0 ns over the smallest table" in text and "0.50 extra miss latencies per probe" in text
 
 
 # --- the programs ---------------------------------------------------------------
@@ -173,3 +179,15 @@ def test_stream_antagonist_runs_until_killed(tmp_path):
         p.wait()
     assert p.returncode == -signal.SIGKILL
     assert subprocess.run([str(exe), "0"], capture_output=True).returncode == 2
+
+
+def test_misses_per_probe_is_probe_extra_over_chase_extra():
+    assert ns.misses_per_probe(150.0, 100.0) == 1.5
+    with pytest.raises(ValueError):
+        ns.misses_per_probe(10.0, 0.0)
+
+
+def test_cpu_or_wall_takes_cpu_times_only_when_every_run_has_one():
+    full, half = [(1.0, 0.9), (1.1, 1.0)], [(0.6, 0.5), (0.7, 0.6)]
+    assert ns.cpu_or_wall(full, half) == ([[0.9, 1.0], [0.5, 0.6]], "CPU")
+    assert ns.cpu_or_wall(full, [(0.6, None), (0.7, 0.6)]) == ([[1.0, 1.1], [0.6, 0.7]], "wall")
