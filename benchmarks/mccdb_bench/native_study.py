@@ -12,29 +12,34 @@ the effective LLC share) runs alone and beside each of three co-runners:
 
 The tables are the study's own (schema native_study in --db, made on the
 first run): build_R (R int4 keys, R from the hash table size), probe_P (P
-random keys, P at least twice the largest build) and scan_N.  The target is
+random keys, P at least 2M and four times the largest build) and scan_N.  The target is
 `select count(*) from probe_P p join build_R b on b.id = p.k % R`, forced to a
 single-batch hash join on build_R (nested loop and merge join off, work_mem
 1GB), parallel workers and JIT off, so it runs on one CPU.  The target's
 backend is pinned to the first of --cpus and every co-runner (its backend,
-or the stream) to the second.
+or the stream) to the second (sched_setaffinity, what taskset -p does; the
+page says what was pinned); the Python client is not pinned.
 
 Per size and co-runner, --rounds pairs: target alone, then beside the
 co-runner.  A cell is the median of the pairs' co-run / alone ratios with
 its 95% bootstrap confidence interval.  The resolution of a size is the
 half-width of the 95% bootstrap interval of the median ratio between
 successive alone runs: the smallest effect the design separates from the
-machine's own drift.
+machine's own drift.  The same pairs are also given in the target backend's
+CPU time (/proc/PID/schedstat), which waiting for a CPU does not inflate.
 
 The probe's time is decomposed by the slope over the probe count: the same
 join over all P and over the first P/2 probe rows (same scan, same build),
 so (T_P - T_P/2) / (P/2) is the time per probe without the build or the
-scan; alone and beside the stream.  It is set against the pointer chase of
+scan (T in the backend's CPU time); alone and beside the stream.  It is set against the pointer chase of
 llc_knee.c over the same sizes, alone and beside the stream: the extra time
 per probe over the smallest table against the extra miss latency.
 
     eval "$(scripts/pg-cluster.sh env bench)"
     .venv/bin/python -m mccdb_bench.native_study --db ssb --rounds 10
+
+(about 15 minutes on a quiet machine, plus half a minute to make the
+tables on the first run).
 
 A smoke run (2 sizes, 2 rounds; about a minute after the tables exist):
 
@@ -413,13 +418,12 @@ def main(argv=None):
     guard = res.guard = start_guard(a, say, own_load=2)
     ensure_tables(a.db, builds, probes, scan_rows, say)   # checked before each configuration
     notes = set()
-    tmp = tempfile.TemporaryDirectory()
-    chase_exe = llc_knee.build(tmp.name)
-    stream_exe = llc_knee.build(tmp.name, STREAM_SOURCE)
-    stream = Stream(stream_exe, a.stream_mib, cpu_c, notes)
     rows, decomp, busy_all, clocks = [], [], {k: [] for k in KINDS}, set()
     scanq = scan_query(scan_rows)
+    tmp, stream = tempfile.TemporaryDirectory(), None
     try:
+        chase_exe = llc_knee.build(tmp.name)
+        stream = Stream(llc_knee.build(tmp.name, STREAM_SOURCE), a.stream_mib, cpu_c, notes)
         with pg.connect(a.db) as c:     # the scan table into shared buffers
             c.execute(scanq.sql).fetchall()
         for size, R in zip(sizes, builds):
@@ -435,8 +439,8 @@ def main(argv=None):
                     f"{ex['probes']:,} probes")
                 cells, alone_blocks, cpu_blocks = {}, [], []
                 for kind in KINDS:
-                    corunner = (stream if kind == "stream" else
-                                Loop(scanq if kind == "scan" else q, a.db, cpu_c, notes, f"the {kind} co-runner's backend"))
+                    corunner = stream if kind == "stream" else Loop(
+                        scanq if kind == "scan" else q, a.db, cpu_c, notes, f"the {kind} co-runner's backend")
                     with guard.measuring(f"{size:g} MB beside {kind}"):
                         m = pairs(conn, q, corunner, rounds, say, f"{size:g} MB beside {kind}")
                     alone_blocks.append(m["alone"])
@@ -479,7 +483,8 @@ def main(argv=None):
                            "chase": statistics.median(ch["alone"]), "chase_s": statistics.median(ch["stream"])})
             say(f"  chase: {decomp[-1]['chase']:.1f} ns alone, {decomp[-1]['chase_s']:.1f} ns beside the stream")
     finally:
-        stream.close()
+        if stream is not None:
+            stream.close()
         tmp.cleanup()
     write(res, a, sizes, rows, decomp, busy_all, notes, C, rounds, probes, "/".join(sorted(clocks)))
     return res, rows, decomp
@@ -572,18 +577,20 @@ def verdict(sizes, rows, decomp):
     if res_all:
         out.append(f"- Resolution: +-{100 * min(res_all):.1f}% to +-{100 * max(res_all):.1f}% by size.")
     p = first_above(sizes, [d["probe"] for d in decomp])
-    out.append("- The time per probe alone " + (f"climbs above the smallest table's interval from {p:g} MB."
-                                                if p is not None else "stays inside the smallest table's interval."))
+    out.append("- The time per probe alone " + (
+        f"climbs above the smallest table's interval from {p:g} MB." if p is not None
+        else "stays inside the smallest table's interval."))
     ps = first_above(sizes, [d["probe_s"] for d in decomp], decomp[0]["probe"])
-    out.append("- Beside the stream it " + (f"climbs above the smallest table's (alone) interval from {ps:g} MB."
-                                            if ps is not None else "stays inside the smallest table's (alone) interval."))
+    out.append("- Beside the stream it " + (
+        f"climbs above the smallest table's (alone) interval from {ps:g} MB." if ps is not None
+        else "stays inside the smallest table's (alone) interval."))
     first, last = decomp[0], decomp[-1]
     probe_extra = last["probe"].median - first["probe"].median
     chase_extra = last["chase"] - first["chase"]
     if len(decomp) > 1 and chase_extra > 0:
         out.append(f"- At {last['size']:g} MB a probe takes {probe_extra:+.1f} ns over the smallest table while "
-                   f"the chase's load takes {chase_extra:+.1f} ns more: {misses_per_probe(probe_extra, chase_extra):.2f} "
-                   "extra miss latencies per probe.")
+                   f"the chase's load takes {chase_extra:+.1f} ns more: "
+                   f"{misses_per_probe(probe_extra, chase_extra):.2f} extra miss latencies per probe.")
     return "\n".join(out)
 
 
