@@ -23,9 +23,10 @@ HERE = pathlib.Path(__file__).resolve().parent
 SOURCE = HERE / "llc_knee.c"
 
 
-def build(outdir):
-    exe = pathlib.Path(outdir) / "llc_knee"
-    subprocess.run(["cc", "-O2", "-o", str(exe), str(SOURCE), "-lm"], check=True)
+def build(outdir, source=SOURCE):
+    """Compile source (default llc_knee.c) with cc -O2 into outdir, named after it."""
+    exe = pathlib.Path(outdir) / pathlib.Path(source).stem
+    subprocess.run(["cc", "-O2", "-o", str(exe), str(source), "-lm"], check=True)
     return exe
 
 

@@ -1,0 +1,641 @@
+"""Native study: what cache conflicts cost a PostgreSQL hash join on this machine.
+
+Issue 28, item 1.  A hash join whose hash table is --sizes MB (0.25 MB to 4x
+the effective LLC share) runs alone and beside each of three co-runners:
+
+- stream: stream_antagonist.c (beside this file), a C loop that reads and
+  writes every 64-byte line of 1 GiB until killed; started once, stopped
+  (SIGSTOP) while the target runs alone;
+- scan: a PostgreSQL seq scan of a cached table bigger than the LLC
+  (--scan-mb), looping on a second connection;
+- hash join: the same hash join, looping on a second connection.
+
+The tables are the study's own (schema native_study in --db, made on the
+first run): build_R (R int4 keys, R from the hash table size), probe_P (P
+random keys, P at least 2M and four times the largest build) and scan_N.  The target is
+`select count(*) from probe_P p join build_R b on b.id = p.k % R`, forced to a
+single-batch hash join on build_R (nested loop and merge join off, work_mem
+1GB), parallel workers and JIT off, so it runs on one CPU.  The target's
+backend is pinned to the first of --cpus and every co-runner (its backend,
+or the stream) to the second (sched_setaffinity, what taskset -p does; the
+page says what was pinned); the Python client is not pinned.
+
+Per size and co-runner, --rounds pairs: target alone, then beside the
+co-runner.  A cell is the median of the pairs' co-run / alone ratios with
+its 95% bootstrap confidence interval.  The resolution of a size is the
+half-width of the 95% bootstrap interval of the median ratio between
+successive alone runs: the smallest effect the design separates from the
+machine's own drift.  The same pairs are also given in the target backend's
+CPU time (/proc/PID/schedstat), which waiting for a CPU does not inflate.
+
+The probe's time is decomposed by the slope over the probe count: the same
+join over all P and over the first P/2 probe rows (same scan, same build),
+so (T_P - T_P/2) / (P/2) is the time per probe without the build or the
+scan (T in the backend's CPU time); alone and beside the stream.  It is set against the pointer chase of
+llc_knee.c over the same sizes, alone and beside the stream: the extra time
+per probe over the smallest table against the extra miss latency.
+
+    eval "$(scripts/pg-cluster.sh env bench)"
+    .venv/bin/python -m mccdb_bench.native_study --db ssb --rounds 10
+
+(about 15 minutes on a quiet machine, plus half a minute to make the
+tables on the first run).
+
+A smoke run (2 sizes, 2 rounds; about a minute after the tables exist):
+
+    .venv/bin/python -m mccdb_bench.native_study --quick --outdir /tmp/study
+"""
+import math
+import os
+import random
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import llc_knee
+from .harness import pg, report, stats
+from .harness.cli import parser, run, say_fn, start_guard
+
+HERE = llc_knee.HERE
+STREAM_SOURCE = HERE / "stream_antagonist.c"
+SCHEMA = "native_study"
+SIZES = "0.25,0.5,1,2,4,8,16,32"
+QUICK_SIZES = "0.5,16"
+# PostgreSQL's hash table (nodeHash.c) holds each inner tuple behind a
+# 16-byte HashJoinTupleData; a minimal tuple of one int4 is 20 bytes, so
+# dense_alloc takes MAXALIGN(36) = 40, and the bucket array is one pointer per
+# bucket, a power of two at least the tuple count (NTUP_PER_BUCKET 1).
+TUPLE_BYTES = 40
+BUCKET_BYTES = 8
+KINDS = ("stream", "scan", "hash join")
+JOIN_SETTINGS = ["set enable_nestloop = off", "set enable_mergejoin = off", "set work_mem = '1GB'"]
+
+
+# --- pure functions ---------------------------------------------------------
+
+def next_pow2(n):
+    """The smallest power of two >= n (n >= 1)."""
+    if n < 1:
+        raise ValueError("n must be at least 1")
+    return 1 << (n - 1).bit_length()
+
+
+def hash_table_bytes(rows, tuple_bytes=TUPLE_BYTES, bucket_bytes=BUCKET_BYTES):
+    """Bytes of PostgreSQL's in-memory hash table over `rows` one-int4 tuples."""
+    return rows * tuple_bytes + bucket_bytes * next_pow2(rows)
+
+
+def rows_for(nbytes, tuple_bytes=TUPLE_BYTES, bucket_bytes=BUCKET_BYTES):
+    """The most build rows whose hash table fits in nbytes."""
+    if hash_table_bytes(1, tuple_bytes, bucket_bytes) > nbytes:
+        raise ValueError(f"{nbytes} bytes hold no hash table row")
+    lo, hi = 1, max(1, int(nbytes // tuple_bytes))   # fits, does not fit beyond
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if hash_table_bytes(mid, tuple_bytes, bucket_bytes) <= nbytes:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def probe_rows_for(build_rows, minimum=2_000_000):
+    """Probe rows: at least `minimum` and four times the largest build, so that
+    half of them still outnumber every build and the planner hashes the build."""
+    return max(minimum, 4 * max(build_rows))
+
+
+def bootstrap_ci(xs, stat=statistics.median, level=0.95, resamples=4000, seed=28):
+    """Percentile bootstrap interval (lo, hi) of stat(xs); seeded, so a page's
+    numbers are reproducible from its measurements."""
+    xs = [float(x) for x in xs]
+    if not xs:
+        raise ValueError("no values")
+    if not 0 < level < 1:
+        raise ValueError("level must be in (0, 1)")
+    rng = random.Random(seed)
+    n = len(xs)
+    boot = sorted(stat([xs[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples))
+    tail = (1 - level) / 2
+    return (stats.percentile(boot, 100 * tail), stats.percentile(boot, 100 * (1 - tail)))
+
+
+def ci_summary(xs):
+    """stats.Summary of xs with the 95% bootstrap interval of the median as
+    (lo, hi): its fmt() reads '1.03 (0.98-1.10)'."""
+    xs = [float(x) for x in xs if x is not None and not math.isnan(x)]
+    if not xs:
+        return stats.summarize([])
+    lo, hi = bootstrap_ci(xs)
+    return stats.Summary(statistics.median(xs), lo, hi, len(xs))
+
+
+def drift_ratios(blocks):
+    """Ratios of successive alone times within each block (a block: the alone
+    times of one size beside one co-runner, in round order)."""
+    return [b[i + 1] / b[i] for b in blocks for i in range(len(b) - 1)]
+
+
+def resolution(blocks):
+    """Smallest effect the design resolves: half the width of the 95% bootstrap
+    interval of the median alone/alone ratio between successive rounds (0.03 =
+    3%); None with fewer than two alone runs in any block."""
+    r = drift_ratios(blocks)
+    if not r:
+        return None
+    lo, hi = bootstrap_ci(r)
+    return (hi - lo) / 2
+
+
+def per_probe_ns(full, half, probes_between):
+    """ns per probe of each round from the times (s) of the join over all probe
+    rows and over half of them: the slope, free of the build and the scan."""
+    if len(full) != len(half):
+        raise ValueError(f"unpaired: {len(full)} vs {len(half)} times")
+    return [1e9 * (f - h) / probes_between for f, h in zip(full, half)]
+
+
+def first_above(sizes, summaries, base=None):
+    """The first size whose interval lies wholly above base's (default: the
+    first size's), or None: where a cost starts to climb."""
+    base = summaries[0] if base is None else base
+    for size, s in zip(sizes, summaries):
+        if s.n and base.n and s.lo > base.hi:
+            return size
+    return None
+
+
+def resolved(s, res):
+    """A co-run/alone Summary that is an effect beyond the interval and the
+    resolution: its interval above 1 + res (slower) or below 1 - res."""
+    if not s.n or res is None:
+        return False
+    return s.lo > 1 + res or s.hi < 1 - res
+
+
+def size_bytes(setting):
+    """Bytes of a PostgreSQL memory setting ('8MB', '8192kB', '1GB'), or None."""
+    m = re.fullmatch(r"\s*(\d+)\s*(B|kB|MB|GB|TB)?\s*", setting or "")
+    if not m:
+        return None
+    unit = {"B": 1, None: 1024, "kB": 1024, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}[m.group(2)]
+    return int(m.group(1)) * unit
+
+
+# --- tables and queries -------------------------------------------------------
+
+def build_table(rows):
+    return f"{SCHEMA}.build_{rows}"
+
+
+def probe_table(rows):
+    return f"{SCHEMA}.probe_{rows}"
+
+
+def scan_table(rows):
+    return f"{SCHEMA}.scan_{rows}"
+
+
+def scan_rows_for(mb):
+    """Rows of the scan table (two int8 and an 80-byte text: about 140 bytes a
+    row on the page) for about mb MB."""
+    return int(mb * 1048576 / 140)
+
+
+def join_query(build_rows, probe_rows, limit=None):
+    """The target: the hash join of probe_P against build_R, over the first
+    `limit` probe rows (default all)."""
+    limit = probe_rows if limit is None else limit
+    sql = (f"select count(*) from {probe_table(probe_rows)} p join {build_table(build_rows)} b "
+           f"on b.id = p.k % {build_rows} where p.id < {limit}")
+    return pg.Query(f"hash join {build_rows} rows", sql, JOIN_SETTINGS)
+
+
+def scan_query(rows):
+    return pg.Query("seq scan", f"select sum(a) from {scan_table(rows)} where b <> -1")
+
+
+def ensure_tables(db, build_rows, probe_rows, scan_rows, say):
+    """Create the study's tables that are missing, each in one transaction
+    (an interrupted load leaves nothing), then vacuum analyze them."""
+    made = []
+    with pg.connect(db) as c:
+        c.execute(f"create schema if not exists {SCHEMA}")
+        want = [(build_table(r), f"select g::int4 as id from generate_series(0, {r - 1}) g") for r in build_rows]
+        want.append((probe_table(probe_rows),
+                     "select g::int4 as id, (hashint8(g::int8) & 2147483647)::int4 as k "
+                     f"from generate_series(0, {probe_rows - 1}) g"))
+        want.append((scan_table(scan_rows),
+                     "select g::int8 as a, (g * 7)::int8 as b, repeat('x', 80) as pad "
+                     f"from generate_series(1, {scan_rows}) g"))
+        for name, select in want:
+            if c.execute("select to_regclass(%s)", (name,)).fetchone()[0] is not None:
+                continue
+            say(f"creating {name}")
+            with c.transaction():
+                c.execute(f"create table {name} as {select}")
+            made.append(name)
+        for name in made:
+            c.execute(f"vacuum analyze {name}")
+    return made
+
+
+def explain(conn, q):
+    """What the target's plan did (EXPLAIN ANALYZE without timing): the hash
+    node's peak memory (bytes), its batches, the relation it hashed and the
+    probe rows."""
+    plan = conn.execute(f"explain (analyze, timing off, format json) {q.sql}").fetchone()[0][0]["Plan"]
+    nodes = [plan]
+    hj = hashed = None
+    while nodes:
+        n = nodes.pop()
+        if n.get("Node Type") == "Hash Join" and hj is None:
+            hj = n
+        if n.get("Node Type") == "Hash" and hashed is None:
+            hashed = n
+        nodes += n.get("Plans", [])
+    if hj is None or hashed is None:
+        raise RuntimeError(f"{q.name}: the plan has no hash join")
+    outer = next(p for p in hj["Plans"] if p.get("Parent Relationship") == "Outer")
+    rel = hashed["Plans"][0].get("Relation Name")
+    return {"peak_bytes": 1024 * int(hashed.get("Peak Memory Usage", 0)),
+            "batches": int(hashed.get("Hash Batches", 1)), "hashed": rel,
+            "probes": int(outer.get("Actual Rows", 0))}
+
+
+# --- pinning and co-runners --------------------------------------------------
+
+def pin(pid, cpu, notes, what):
+    """Pin pid to cpu (sched_setaffinity, as taskset -p does) when it is a
+    process on this host; notes collects what was pinned or why not."""
+    if cpu is None:
+        notes.add(f"{what}: not pinned (fewer than two CPUs given)")
+        return False
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            comm = f.read().strip()
+        os.sched_setaffinity(pid, {cpu})
+    except (OSError, AttributeError) as e:
+        notes.add(f"{what}: not pinned ({e})")
+        return False
+    notes.add(f"{what} ({comm}) on CPU {cpu}")
+    return True
+
+
+class Stream:
+    """The streaming antagonist: started once, pinned, stopped between co-runs."""
+
+    def __init__(self, exe, mib, cpu, notes):
+        self.proc = subprocess.Popen([str(exe), str(mib)], stdout=subprocess.PIPE, text=True)
+        if self.proc.stdout.readline().strip() != "ready":
+            self.close()
+            raise RuntimeError("stream_antagonist did not start")
+        pin(self.proc.pid, cpu, notes, "the stream antagonist")
+        self.pid = self.proc.pid
+        self.stop()
+
+    def _state(self):
+        with open(f"/proc/{self.pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+
+    def start(self):
+        os.kill(self.pid, signal.SIGCONT)
+        time.sleep(0.05)
+        return self
+
+    def stop(self):
+        os.kill(self.pid, signal.SIGSTOP)
+        deadline = time.time() + 5
+        while self._state() != "T":
+            if time.time() > deadline:
+                raise RuntimeError("stream_antagonist did not stop")
+            time.sleep(0.001)
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+class Loop:
+    """A PostgreSQL co-runner: a pg.Looper whose backend is pinned."""
+
+    def __init__(self, q, db, cpu, notes, what):
+        self.q, self.db, self.cpu, self.notes, self.what = q, db, cpu, notes, what
+        self.looper = self.pid = None
+
+    def start(self):
+        self.looper = pg.Looper(self.q, self.db)
+        self.pid = self.looper.conn.info.backend_pid
+        pin(self.pid, self.cpu, self.notes, self.what)
+        self.looper.start()
+        return self
+
+    def stop(self):
+        self.looper.stop()
+
+
+def pairs(conn, q, corunner, rounds, say, label):
+    """rounds pairs (alone, co-run) of q on conn: a dict of paired lists
+    'alone', 'co' (wall s), 'alone_cpu', 'co_cpu' (the target backend's CPU s;
+    empty when not readable here) and 'busy' (the co-runner's CPU time over the
+    co-run's wall time)."""
+    m = {"alone": [], "co": [], "alone_cpu": [], "co_cpu": [], "busy": []}
+    for r in range(rounds):
+        w, cpu = pg.timed_cpu(conn, q.sql)
+        corunner.start()
+        try:
+            c0 = pg.backend_cpu(corunner.pid)
+            w2, cpu2 = pg.timed_cpu(conn, q.sql)
+            c1 = pg.backend_cpu(corunner.pid)
+        finally:
+            corunner.stop()
+        m["alone"].append(w)
+        m["co"].append(w2)
+        if cpu is not None and cpu2 is not None:
+            m["alone_cpu"].append(cpu)
+            m["co_cpu"].append(cpu2)
+        if c0 is not None and c1 is not None:
+            m["busy"].append((c1 - c0) / w2)
+        say(f"  {label} round {r + 1}/{rounds}: alone {w:.3f} s, co-run {w2:.3f} s ({w2 / w:.2f}x)")
+    if len(m["alone_cpu"]) != rounds:
+        m["alone_cpu"], m["co_cpu"] = [], []
+    return m
+
+
+def cpu_or_wall(*runs):
+    """Lists of (wall s, CPU s or None) -> ([times] per list, 'CPU' or 'wall'):
+    the CPU times when every run has one (the backend's own time, free of
+    waiting for a CPU), else the wall times."""
+    every = all(cpu is not None for r in runs for _, cpu in r)
+    return [[cpu if every else wall for wall, cpu in r] for r in runs], "CPU" if every else "wall"
+
+
+def chase_ns(exe, kb, accesses, cpu):
+    """ns per access of llc_knee's pointer chase over kb KiB, pinned to cpu."""
+    pre = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
+    out = subprocess.run([str(exe), str(kb), str(kb), "1", str(accesses)], check=True,
+                         capture_output=True, text=True, preexec_fn=pre).stdout
+    return llc_knee.parse(out)[0][1]
+
+
+# --- the study ----------------------------------------------------------------
+
+def main(argv=None):
+    ap = parser(__doc__)
+    ap.add_argument("--sizes", default=None, help=f"hash table sizes in MB (default {SIZES})")
+    ap.add_argument("--rounds", type=int, default=None, help="alone/co-run pairs per cell (default 10)")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"smoke run: sizes {QUICK_SIZES}, 2 rounds (unless given)")
+    ap.add_argument("--probe-rows", type=int, default=None,
+                    help="probe rows (default: 2M, or 4x the largest build)")
+    ap.add_argument("--scan-mb", type=float, default=128, help="size of the scanned table")
+    ap.add_argument("--stream-mib", type=int, default=1024, help="memory the stream antagonist loops over")
+    ap.add_argument("--chase-accesses", type=int, default=4000000, help="pointer-chase loads per size")
+    ap.add_argument("--chase-reps", type=int, default=3, help="chase alone / beside the stream per size")
+    ap.add_argument("--cpus", default="0,1", help="CPU of the target, CPU of the co-runners ('' = no pinning)")
+    ap.add_argument("--name", default="native-study")
+    a = ap.parse_args(argv)
+    sizes = [float(x) for x in (a.sizes or (QUICK_SIZES if a.quick else SIZES)).split(",")]
+    rounds = a.rounds or (2 if a.quick else 10)
+    cpus = [int(x) for x in a.cpus.split(",") if x.strip()]
+    cpu_t, cpu_c = (cpus[0], cpus[1]) if len(cpus) >= 2 else (None, None)
+    say = say_fn(a.quiet)
+
+    builds = [rows_for(s * 1048576) for s in sizes]
+    probes = a.probe_rows or probe_rows_for(builds)
+    if 2 * max(builds) > probes:
+        raise SystemExit(f"--probe-rows {probes}: need at least {2 * max(builds)} (twice the largest build)")
+    scan_rows = scan_rows_for(a.scan_mb)
+    srv = pg.server_info(a.db)
+    C = srv.get("llc_used") or size_bytes(srv.get("mccdb.llc_size"))
+    res = report.Result(a.name, "Native study: a PostgreSQL hash join beside a stream, a scan and a hash join",
+                        srv, f"study tables: probe {probes:,} rows, scan {scan_rows:,} rows "
+                        f"(~{a.scan_mb:g} MB), build 1 int4 column", a.outdir)
+    guard = res.guard = start_guard(a, say, own_load=2)
+    ensure_tables(a.db, builds, probes, scan_rows, say)   # checked before each configuration
+    notes = set()
+    rows, decomp, busy_all, clocks = [], [], {k: [] for k in KINDS}, set()
+    scanq = scan_query(scan_rows)
+    tmp, stream = tempfile.TemporaryDirectory(), None
+    try:
+        chase_exe = llc_knee.build(tmp.name)
+        stream = Stream(llc_knee.build(tmp.name, STREAM_SOURCE), a.stream_mib, cpu_c, notes)
+        with pg.connect(a.db) as c:     # the scan table into shared buffers
+            c.execute(scanq.sql).fetchall()
+        for size, R in zip(sizes, builds):
+            q = join_query(R, probes)
+            half = join_query(R, probes, probes // 2)
+            with pg.session(q, a.db) as conn:
+                pin(conn.info.backend_pid, cpu_t, notes, "the target's backend")
+                pg.timed(conn, q.sql)           # warm: buffers, catalog
+                ex = explain(conn, q)
+                if ex["hashed"] != build_table(R).split(".")[1] or ex["batches"] != 1:
+                    raise RuntimeError(f"{size} MB: the plan hashed {ex['hashed']} in {ex['batches']} batches")
+                say(f"{size:g} MB: {R:,} build rows, hash table {ex['peak_bytes'] / 1048576:.2f} MB, "
+                    f"{ex['probes']:,} probes")
+                cells, alone_blocks, cpu_blocks = {}, [], []
+                for kind in KINDS:
+                    corunner = stream if kind == "stream" else Loop(
+                        scanq if kind == "scan" else q, a.db, cpu_c, notes, f"the {kind} co-runner's backend")
+                    with guard.measuring(f"{size:g} MB beside {kind}"):
+                        m = pairs(conn, q, corunner, rounds, say, f"{size:g} MB beside {kind}")
+                    alone_blocks.append(m["alone"])
+                    cpu_blocks.append(m["alone_cpu"])
+                    busy_all[kind] += m["busy"]
+                    cells[kind] = ci_summary(stats.ratios(m["co"], m["alone"]))
+                    cells[kind + " cpu"] = ci_summary(stats.ratios(m["co_cpu"], m["alone_cpu"]))
+                alone_all = [t for b in alone_blocks for t in b]
+                rows.append({"size": size, "rows": R, "peak": ex["peak_bytes"], "alone": ci_summary(alone_all),
+                             "res": resolution(alone_blocks), "res cpu": resolution(cpu_blocks), **cells})
+                # the probe's time: slope over the probe count, alone and beside the stream
+                per = {}
+                for cond in ("alone", "stream"):
+                    full_t, half_t = [], []
+                    with guard.measuring(f"{size:g} MB probe slope {cond}"):
+                        if cond == "stream":
+                            stream.start()
+                        try:
+                            for _ in range(rounds):
+                                full_t.append(pg.timed_cpu(conn, q.sql))
+                                half_t.append(pg.timed_cpu(conn, half.sql))
+                        finally:
+                            if cond == "stream":
+                                stream.stop()
+                    (full_s, half_s), clock = cpu_or_wall(full_t, half_t)
+                    per[cond] = ci_summary(per_probe_ns(full_s, half_s, probes - probes // 2))
+                    clocks.add(clock)
+                    say(f"  probe {cond}: {per[cond].fmt(1)} ns")
+            kb = int(size * 1024)
+            ch = {"alone": [], "stream": []}
+            with guard.measuring(f"{size:g} MB pointer chase"):
+                for _ in range(a.chase_reps):
+                    ch["alone"].append(chase_ns(chase_exe, kb, a.chase_accesses, cpu_t))
+                    stream.start()
+                    try:
+                        ch["stream"].append(chase_ns(chase_exe, kb, a.chase_accesses, cpu_t))
+                    finally:
+                        stream.stop()
+            decomp.append({"size": size, "probe": per["alone"], "probe_s": per["stream"],
+                           "chase": statistics.median(ch["alone"]), "chase_s": statistics.median(ch["stream"])})
+            say(f"  chase: {decomp[-1]['chase']:.1f} ns alone, {decomp[-1]['chase_s']:.1f} ns beside the stream")
+    finally:
+        if stream is not None:
+            stream.close()
+        tmp.cleanup()
+    write(res, a, sizes, rows, decomp, busy_all, notes, C, rounds, probes, "/".join(sorted(clocks)))
+    return res, rows, decomp
+
+
+def thp():
+    """The transparent huge page mode ('always', 'madvise', 'never'), or '?'."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            text = f.read()
+    except OSError:
+        return "?"
+    m = re.search(r"\[(\w+)\]", text)
+    return m.group(1) if m else "?"
+
+
+def write(res, a, sizes, rows, decomp, busy_all, notes, C, rounds, probes, clock):
+    """The page: setup, the co-run table, the decomposition, what they say."""
+    Cmb = C / 1048576 if C else None
+    res.add(f"Target: `select count(*) from probe p join build_R b on b.id = p.k % R` over {probes:,} probe "
+            f"rows, a single-batch hash join on build_R (nested loop and merge join off, work_mem 1GB), "
+            f"parallel workers and JIT off. Co-runners: **stream** = stream_antagonist.c reading and writing "
+            f"every line of {a.stream_mib} MiB; **scan** = `select sum(a)` over a {a.scan_mb:g} MB cached table, "
+            f"looping on a second connection; **hash join** = the target's own query, looping on a second "
+            f"connection. Per cell {rounds} pairs (alone, then co-run). Pinned: {'; '.join(sorted(notes))}. "
+            + (f"Effective LLC C = {Cmb:g} MB (`mccdb.llc_size`)." if Cmb else "mccdb's C: not available.") + "\n")
+    res.add("Actual MB: the hash node's Peak Memory Usage (EXPLAIN ANALYZE; 36 B per tuple before "
+            "alignment, and the bucket array). Cells: median of the co-run / alone ratios of the pairs "
+            "(95% bootstrap interval of the median). "
+            "Resolution: half-width of the 95% interval of the median ratio between successive alone runs; "
+            "**bold**: the interval lies beyond 1 +- the resolution.\n")
+
+    def cell(s, r):
+        text = s.fmt(2)
+        return f"**{text}**" if resolved(s, r) else text
+    table = []
+    for r in rows:
+        over = f"{r['size'] / Cmb:.2g}" if Cmb else "?"
+        table.append([f"{r['size']:g}", f"{r['peak'] / 1048576:.2f}", f"{r['rows']:,}", over, r["alone"].fmt(3),
+                      f"+-{100 * r['res']:.1f}%" if r["res"] is not None else "n/a"]
+                     + [cell(r[k], r["res"]) for k in KINDS])
+    res.table(["hash table MB", "actual MB", "build rows", "/ C", "alone s", "resolution",
+               "beside stream", "beside seq scan", "beside hash join"], table)
+    busy = [[k, f"{100 * statistics.median(v):.0f}%" if v else "n/a"] for k, v in busy_all.items()]
+    res.add("\nThe co-runner's CPU time during the target's co-run, over the co-run's wall time (median): "
+            "how much of the co-run it really ran beside the target.\n")
+    res.table(["co-runner", "on CPU during the co-run"], busy)
+    res.add("\nThe same pairs in the target backend's CPU time (/proc/PID/schedstat): waiting for a CPU "
+            "does not count, cache-miss stalls do. Resolution from the alone CPU times.\n")
+    res.table(["hash table MB", "resolution", "beside stream", "beside seq scan", "beside hash join"],
+              [[f"{r['size']:g}", f"+-{100 * r['res cpu']:.1f}%" if r["res cpu"] is not None else "n/a"]
+               + [cell(r[k + " cpu"], r["res cpu"]) for k in KINDS] for r in rows])
+
+    res.add("\n## The probe's time against the miss latency\n")
+    res.add(f"Time per probe: (T(all probe rows) - T(first half)) / {probes - probes // 2:,}, per round, "
+            f"T the target backend's {clock} time, "
+            f"median (95% bootstrap interval) over {rounds} rounds: the probe without the build and the scan. "
+            "Chase: llc_knee.c's pointer chase over the same size (ns per dependent load, median of "
+            f"{a.chase_reps}), pinned like the target, on transparent huge pages (madvise); the hash table "
+            f"gets huge pages only if the kernel's mode is 'always' (here: '{thp()}'), so a probe's extra "
+            "time includes its TLB misses. Extra: over the smallest size, alone.\n")
+    base = decomp[0]
+    dt = []
+    for d in decomp:
+        dt.append([f"{d['size']:g}", f"{d['chase']:.1f}", f"{d['chase_s']:.1f}", d["probe"].fmt(1),
+                   d["probe_s"].fmt(1), f"{d['probe'].median - base['probe'].median:+.1f}",
+                   f"{d['chase'] - base['chase']:+.1f}", f"{d['probe_s'].median - d['probe'].median:+.1f}",
+                   f"{d['chase_s'] - d['chase']:+.1f}"])
+    res.table(["hash table MB", "chase ns alone", "chase ns beside stream", "ns per probe alone",
+               "ns per probe beside stream", "probe extra ns (alone)", "chase extra ns (alone)",
+               "probe: stream - alone ns", "chase: stream - alone ns"], dt)
+    res.add("\n" + verdict(sizes, rows, decomp) + "\n")
+    draw(res, sizes, rows, decomp, Cmb)
+
+
+def verdict(sizes, rows, decomp):
+    """What the tables say, in sentences computed from them."""
+    out = []
+    for k in KINDS:
+        hit = [f"{r['size']:g} MB ({r[k].median:.2f}x)" for r in rows if resolved(r[k], r["res"])]
+        top = max(rows, key=lambda r: r[k].median)
+        line = (f"- Beside the {k}: " + (f"resolved at {', '.join(hit)}" if hit else "no size resolved")
+                + f"; largest median {top[k].median:.2f}x at {top['size']:g} MB")
+        cpu = [f"{r['size']:g} MB ({r[k + ' cpu'].median:.2f}x)" for r in rows
+               if k + " cpu" in r and resolved(r[k + " cpu"], r.get("res cpu"))]
+        if any(r.get(k + " cpu") and r[k + " cpu"].n for r in rows):
+            line += "; in CPU time " + (f"resolved at {', '.join(cpu)}" if cpu else "no size resolved")
+        out.append(line + ".")
+    res_all = [r["res"] for r in rows if r["res"] is not None]
+    if res_all:
+        out.append(f"- Resolution: +-{100 * min(res_all):.1f}% to +-{100 * max(res_all):.1f}% by size.")
+    p = first_above(sizes, [d["probe"] for d in decomp])
+    out.append("- The time per probe alone " + (
+        f"climbs above the smallest table's interval from {p:g} MB." if p is not None
+        else "stays inside the smallest table's interval."))
+    ps = first_above(sizes, [d["probe_s"] for d in decomp], decomp[0]["probe"])
+    out.append("- Beside the stream it " + (
+        f"climbs above the smallest table's (alone) interval from {ps:g} MB." if ps is not None
+        else "stays inside the smallest table's (alone) interval."))
+    first, last = decomp[0], decomp[-1]
+    probe_extra = last["probe"].median - first["probe"].median
+    chase_extra = last["chase"] - first["chase"]
+    if len(decomp) > 1 and chase_extra > 0:
+        out.append(f"- At {last['size']:g} MB a probe takes {probe_extra:+.1f} ns over the smallest table while "
+                   f"the chase's load takes {chase_extra:+.1f} ns more: "
+                   f"{misses_per_probe(probe_extra, chase_extra):.2f} extra miss latencies per probe.")
+    return "\n".join(out)
+
+
+def misses_per_probe(probe_extra_ns, chase_extra_ns):
+    """How many dependent misses' worth of extra time a probe pays: its extra
+    ns over the smallest table over the pointer chase's extra ns per load."""
+    if chase_extra_ns <= 0:
+        raise ValueError("the chase got no slower")
+    return probe_extra_ns / chase_extra_ns
+
+
+def draw(res, sizes, rows, decomp, Cmb):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import ScalarFormatter
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4))
+    for k, mk in zip(KINDS, "osd"):
+        ys = [r[k].median for r in rows]
+        err = [[r[k].median - r[k].lo for r in rows], [r[k].hi - r[k].median for r in rows]]
+        ax.errorbar(sizes, ys, yerr=err, marker=mk, capsize=3, label=f"beside {k}")
+    res_band = [r["res"] or 0 for r in rows]
+    ax.fill_between(sizes, [1 - x for x in res_band], [1 + x for x in res_band], color="gray", alpha=0.2,
+                    label="resolution")
+    ax.axhline(1.0, color="black", lw=0.5)
+    ax.set_ylabel("co-run / alone (median, 95% CI)")
+    ax.set_title("Hash join beside a co-runner", fontsize=10)
+    ax.legend(fontsize=8)
+    for key, lab, mk in (("probe", "ns per probe alone", "o"), ("probe_s", "ns per probe beside stream", "s")):
+        ys = [d[key].median for d in decomp]
+        err = [[d[key].median - d[key].lo for d in decomp], [d[key].hi - d[key].median for d in decomp]]
+        ax2.errorbar(sizes, ys, yerr=err, marker=mk, capsize=3, label=lab)
+    ax2.plot(sizes, [d["chase"] for d in decomp], "k--", marker="^", label="chase ns alone")
+    ax2.plot(sizes, [d["chase_s"] for d in decomp], "k:", marker="v", label="chase ns beside stream")
+    ax2.set_ylabel("ns")
+    ax2.set_title("Time per probe against the pointer chase's latency", fontsize=10)
+    ax2.legend(fontsize=8)
+    for axis in (ax, ax2):
+        axis.set_xscale("log")
+        axis.xaxis.set_major_formatter(ScalarFormatter())
+        axis.set_xlabel("hash table MB")
+        if Cmb:
+            axis.axvline(Cmb, color="gray", ls=":", lw=0.8)
+    return res.figure(fig)
+
+
+if __name__ == "__main__":
+    sys.exit(run(main))

@@ -1,0 +1,193 @@
+"""The native study's pure functions: hash table sizes, bootstrap intervals,
+resolution, the probe slope, where a cost climbs (no server, no timing)."""
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+
+import pytest
+
+from mccdb_bench import llc_knee, native_study as ns
+from mccdb_bench.harness import stats
+
+
+# --- table size -> row count ------------------------------------------------
+
+def test_hash_table_bytes_counts_tuples_and_a_power_of_two_of_buckets():
+    assert ns.next_pow2(1) == 1 and ns.next_pow2(5) == 8 and ns.next_pow2(8) == 8
+    with pytest.raises(ValueError):
+        ns.next_pow2(0)
+    assert ns.hash_table_bytes(1000) == 1000 * 40 + 1024 * 8
+    assert ns.hash_table_bytes(1025) == 1025 * 40 + 2048 * 8
+
+
+@pytest.mark.parametrize("mb", [0.25, 0.5, 1, 2, 4, 8, 16, 32])
+def test_rows_for_is_the_most_rows_that_fit(mb):
+    nbytes = mb * 1048576
+    r = ns.rows_for(nbytes)
+    assert ns.hash_table_bytes(r) <= nbytes < ns.hash_table_bytes(r + 1)
+    assert r * 40 > nbytes * 0.6      # tuples, not the bucket array, fill most of it
+
+
+def test_rows_for_grows_with_the_size_and_refuses_nothing():
+    rows = [ns.rows_for(mb * 1048576) for mb in (0.25, 0.5, 1, 2, 4, 8, 16, 32)]
+    assert rows == sorted(rows) and len(set(rows)) == len(rows)
+    assert ns.rows_for(48) == 1
+    with pytest.raises(ValueError):
+        ns.rows_for(47)
+
+
+def test_probe_rows_outnumber_every_build_twice_at_half():
+    assert ns.probe_rows_for([10, 20]) == 2_000_000
+    big = ns.rows_for(64 * 1048576)
+    p = ns.probe_rows_for([100, big])
+    assert p == 4 * big and p // 2 >= 2 * big
+
+
+def test_scan_table_is_bigger_than_the_llc():
+    assert ns.scan_rows_for(128) * 140 >= 128 * 1048576 * 0.99
+
+
+def test_join_query_reads_the_tables_it_names():
+    q = ns.join_query(5000, 2_000_000, 1_000_000)
+    assert "native_study.build_5000" in q.sql and "native_study.probe_2000000" in q.sql
+    assert "p.k % 5000" in q.sql and "p.id < 1000000" in q.sql
+    assert "set enable_nestloop = off" in q.settings and "set enable_mergejoin = off" in q.settings
+    assert "p.id < 2000000" in ns.join_query(5000, 2_000_000).sql
+
+
+def test_size_bytes_reads_postgres_memory_settings():
+    assert ns.size_bytes("8MB") == 8 << 20
+    assert ns.size_bytes("8192kB") == 8 << 20
+    assert ns.size_bytes("1GB") == 1 << 30
+    assert ns.size_bytes("64") == 64 * 1024      # no unit: kB, as for work_mem
+    assert ns.size_bytes(None) is None and ns.size_bytes("lots") is None
+
+
+# --- confidence intervals and resolution -------------------------------------
+
+def test_bootstrap_ci_of_constant_data_is_a_point():
+    assert ns.bootstrap_ci([1.25] * 10) == (1.25, 1.25)
+
+
+def test_bootstrap_ci_brackets_the_median_and_is_reproducible():
+    xs = [0.9, 1.1, 1.0, 1.3, 0.95, 1.05, 1.2, 0.85, 1.0, 1.15]
+    lo, hi = ns.bootstrap_ci(xs)
+    assert lo <= stats.percentile(xs, 50) <= hi
+    assert min(xs) <= lo < hi <= max(xs)
+    assert ns.bootstrap_ci(xs) == (lo, hi)
+    mean_ci = ns.bootstrap_ci(xs, stat=statistics.mean, resamples=20)
+    assert ns.bootstrap_ci(xs, stat=statistics.mean, resamples=20, seed=1) != mean_ci  # the seed decides
+    lo90, hi90 = ns.bootstrap_ci(xs, level=0.5)
+    assert lo <= lo90 and hi90 <= hi and hi90 - lo90 < hi - lo
+    with pytest.raises(ValueError):
+        ns.bootstrap_ci([])
+    with pytest.raises(ValueError):
+        ns.bootstrap_ci(xs, level=1.0)
+
+
+def test_bootstrap_ci_narrows_with_more_rounds_of_the_same_spread():
+    few = [1.0, 1.2, 0.8, 1.1, 0.9]
+    many = few * 8
+    w_few = ns.bootstrap_ci(few)[1] - ns.bootstrap_ci(few)[0]
+    w_many = ns.bootstrap_ci(many)[1] - ns.bootstrap_ci(many)[0]
+    assert w_many < w_few
+
+
+def test_ci_summary_prints_median_and_interval():
+    s = ns.ci_summary([1.0, 1.0, 1.0, None])
+    assert (s.median, s.lo, s.hi, s.n) == (1.0, 1.0, 1.0, 3)
+    assert ns.ci_summary([]).n == 0 and ns.ci_summary([]).fmt() == "n/a"
+    s = ns.ci_summary([1.0, 2.0, 3.0])
+    assert s.median == 2.0 and s.fmt() == f"2.00 ({s.lo:.2f}-{s.hi:.2f})"
+
+
+def test_resolution_is_zero_without_drift_and_grows_with_it():
+    assert ns.drift_ratios([[1.0, 2.0, 1.0], [4.0, 2.0]]) == [2.0, 0.5, 0.5]
+    assert ns.resolution([[0.5] * 10, [0.7] * 10]) == 0.0
+    calm = [[1.00, 1.01, 0.99, 1.00, 1.02, 0.99, 1.01, 1.00, 0.98, 1.01]]
+    rough = [[1.0, 1.4, 0.8, 1.2, 0.7, 1.3, 0.9, 1.5, 0.8, 1.1]]
+    assert 0 < ns.resolution(calm) < 0.05 < ns.resolution(rough)
+    assert ns.resolution([[1.0], [2.0]]) is None
+
+
+def test_resolved_needs_the_interval_beyond_the_resolution():
+    S = stats.Summary
+    assert ns.resolved(S(1.20, 1.10, 1.30, 10), 0.05)
+    assert not ns.resolved(S(1.20, 1.04, 1.30, 10), 0.05)      # inside 1 + resolution
+    assert not ns.resolved(S(1.02, 0.98, 1.06, 10), 0.0)       # interval holds 1
+    assert ns.resolved(S(0.80, 0.75, 0.90, 10), 0.05)          # faster counts too
+    assert not ns.resolved(S(1.5, 1.4, 1.6, 10), None)
+    assert not ns.resolved(stats.summarize([]), 0.0)
+
+
+# --- the probe's time ----------------------------------------------------------
+
+def test_per_probe_is_the_slope_over_the_probe_count():
+    # 1 s over 2M probes, 0.6 s over the first 1M: 400 ns per probe
+    assert ns.per_probe_ns([1.0, 1.1], [0.6, 0.6], 1_000_000) == pytest.approx([400.0, 500.0])
+    with pytest.raises(ValueError):
+        ns.per_probe_ns([1.0], [0.5, 0.5], 10)
+
+
+def test_first_above_finds_where_the_intervals_part():
+    S = stats.Summary
+    sums = [S(50, 48, 52, 5), S(51, 49, 53, 5), S(60, 55, 65, 5), S(90, 80, 100, 5)]
+    assert ns.first_above([1, 2, 4, 8], sums) == 4
+    assert ns.first_above([1, 2], sums[:2]) is None
+    assert ns.first_above([1, 2, 4, 8], sums, base=S(70, 66, 75, 5)) == 8
+
+
+def test_verdict_names_resolved_sizes_and_the_climb():
+    S = stats.Summary
+    one = S(1.0, 0.99, 1.01, 10)
+    rows = [{"size": 1, "res": 0.02, "stream": one, "scan": one, "hash join": one},
+            {"size": 16, "res": 0.02, "stream": S(1.5, 1.4, 1.6, 10), "scan": one, "hash join": one,
+             "res cpu": 0.01, "stream cpu": S(1.3, 1.2, 1.4, 10), "scan cpu": one}]
+    decomp = [{"size": 1, "probe": S(50, 48, 52, 5), "probe_s": S(51, 49, 53, 5), "chase": 10.0},
+              {"size": 16, "probe": S(90, 80, 100, 5), "probe_s": S(150, 140, 160, 5), "chase": 90.0}]
+    text = ns.verdict([1, 16], rows, decomp)
+    assert "Beside the stream: resolved at 16 MB (1.50x)" in text
+    assert "Beside the scan: no size resolved; largest median 1.00x at 1 MB; in CPU time no size resolved." in text
+    assert "in CPU time resolved at 16 MB (1.30x)" in text
+    assert "Beside the hash join: no size resolved; largest median 1.00x at 1 MB." in text
+    assert "climbs above the smallest table's interval from 16 MB" in text
+    assert "+-2.0% to +-2.0%" in text
+    assert "+40.0 ns over the smallest table" in text and "0.50 extra miss latencies per probe" in text
+
+
+# --- the programs ---------------------------------------------------------------
+
+def test_native_study_parses_its_command_line():
+    r = subprocess.run([sys.executable, "-m", "mccdb_bench.native_study", "--help"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "--rounds" in r.stdout and "--quick" in r.stdout
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_stream_antagonist_runs_until_killed(tmp_path):
+    exe = llc_knee.build(tmp_path, ns.STREAM_SOURCE)
+    assert exe.name == "stream_antagonist"
+    p = subprocess.Popen([str(exe), "8"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        assert p.poll() is None           # still streaming
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    assert p.returncode == -signal.SIGKILL
+    assert subprocess.run([str(exe), "0"], capture_output=True).returncode == 2
+
+
+def test_misses_per_probe_is_probe_extra_over_chase_extra():
+    assert ns.misses_per_probe(150.0, 100.0) == 1.5
+    with pytest.raises(ValueError):
+        ns.misses_per_probe(10.0, 0.0)
+
+
+def test_cpu_or_wall_takes_cpu_times_only_when_every_run_has_one():
+    full, half = [(1.0, 0.9), (1.1, 1.0)], [(0.6, 0.5), (0.7, 0.6)]
+    assert ns.cpu_or_wall(full, half) == ([[0.9, 1.0], [0.5, 0.6]], "CPU")
+    assert ns.cpu_or_wall(full, [(0.6, None), (0.7, 0.6)]) == ([[1.0, 1.1], [0.6, 0.7]], "wall")
