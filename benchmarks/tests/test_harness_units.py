@@ -201,7 +201,7 @@ def test_backend_cpu_reads_schedstat():
 
 COMMANDS = ["calibrate", "calibrate_host", "estimate_accuracy", "fig4", "fig5_table2", "fig6", "learning",
             "llc_knee", "llcsim_native", "make_plq", "make_ssb_query_tests", "mechanism_costs", "pgbench_mix",
-            "oltp_overhead", "planning_overhead", "results_index", "scheduler_overhead", "sec73", "sec74", "ssb_generate",
+            "native_study", "oltp_overhead", "planning_overhead", "results_index", "scheduler_overhead", "sec73", "sec74", "ssb_generate",
             "throughput",
             "tpch_load", "workload"]
 
@@ -216,7 +216,7 @@ def test_every_command_runs_as_a_module(command):
 
 
 @pytest.mark.parametrize("command", ["calibrate", "calibrate_host", "estimate_accuracy", "fig4", "fig6", "learning",
-                                     "mechanism_costs", "oltp_overhead", "pgbench_mix", "planning_overhead", "scheduler_overhead",
+                                     "mechanism_costs", "native_study", "oltp_overhead", "pgbench_mix", "planning_overhead", "scheduler_overhead",
                                      "sec73", "sec74", "throughput", "workload"])
 def test_every_experiment_shares_the_common_options(command):
     r = subprocess.run([sys.executable, "-m", f"mccdb_bench.{command}", "--help"],
