@@ -32,6 +32,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <dirent.h>
+#include <time.h>
 
 #define TIMEOUT		180	/* seconds; TCG is slow */
 #define EXIT_SIGBUS	42
@@ -57,7 +58,16 @@ static int cmp_u64(const void *a, const void *b)
 struct report {
 	size_t touched, bad, absent, dup;
 	int distinct;
+	double secs;		/* touching, the checks of the chunks included */
 };
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 /*
  * Child: bind [p, p + n pages) to @list with @mode, touch it page by page,
@@ -70,6 +80,7 @@ static void child(int mode, size_t n, struct report *rep, const char *list)
 	struct sigaction sa;
 	struct pc_check r;
 	volatile int got_sigbus = 0;
+	double t0;
 	uint64_t *pfns;
 	char *p;
 	size_t j;
@@ -84,6 +95,7 @@ static void child(int mode, size_t n, struct report *rep, const char *list)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_sigbus;
 	sigaction(SIGBUS, &sa, NULL);
+	t0 = now();
 	if (sigsetjmp(jb, 1) == 0) {
 		for (touched = 0; touched < n; touched++) {
 			p[touched * pc_page_size] = 1;
@@ -94,10 +106,12 @@ static void child(int mode, size_t n, struct report *rep, const char *list)
 				rep->bad += r.bad;
 				rep->absent += r.absent;
 			}
+			rep->secs = now() - t0;
 		}
 	} else {
 		got_sigbus = 1;
 	}
+	rep->secs = now() - t0;
 	rep->touched = touched;
 	if (pc_check_range(p, touched, &s, &r) == 0) {
 		rep->bad = r.bad;
@@ -273,9 +287,10 @@ static const char *describe(int st)
 
 static void show(const char *what, struct outcome *o, size_t n)
 {
-	tap_diag("%s: %s after touching %zu of %zu pages: %zu outside the set, "
-		 "%zu absent, %d distinct colours, %zu frames mapped twice",
-		 what, describe(o->status), o->rep.touched, n, o->rep.bad,
+	tap_diag("%s: %s after touching %zu of %zu pages in %.2f s (%.1f us per page): "
+		 "%zu outside the set, %zu absent, %d distinct colours, %zu frames mapped "
+		 "twice", what, describe(o->status), o->rep.touched, n, o->rep.secs,
+		 o->rep.touched ? o->rep.secs * 1e6 / o->rep.touched : 0.0, o->rep.bad,
 		 o->rep.absent, o->rep.distinct, o->rep.dup);
 }
 
