@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "pc_test.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/klog.h>
 #include <sys/mman.h>
@@ -284,6 +285,83 @@ long long pc_memfree_pages(void)
 		fclose(f);
 	}
 	return kb * 1024 / pc_page_size + pcp;
+}
+
+long long pc_wait_parked(int drain, int timeout_ms)
+{
+	unsigned long long parked = ~0ULL;
+	int waited = 0;
+
+	if (drain && pagecolor_drain())
+		return -1;
+	for (;;) {
+		if (pagecolor_read_counter("parked", &parked))
+			return -1;
+		if (!parked || waited >= timeout_ms)
+			return (long long)parked;
+		usleep(10 * 1000);
+		waited += 10;
+	}
+}
+
+/* Sum of the zones' watermark boosts (/proc/zoneinfo), -1 on error. */
+static long long pc_boost_total(void)
+{
+	FILE *f = fopen("/proc/zoneinfo", "r");
+	long long sum = 0, v;
+	char line[256];
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, " boost %lld", &v) == 1)
+			sum += v;
+	fclose(f);
+	return sum;
+}
+
+/* Is every kswapd thread asleep (state S in /proc/PID/stat)?  -1 on error. */
+static int pc_kswapd_asleep(void)
+{
+	char path[300], line[256], *s;
+	struct dirent *d;
+	int seen = 0, asleep = 1;
+	DIR *dir = opendir("/proc");
+	FILE *f;
+
+	if (!dir)
+		return -1;
+	while ((d = readdir(dir))) {
+		if (d->d_name[0] < '1' || d->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(line, sizeof(line), f) && strstr(line, "(kswapd")) {
+			seen = 1;
+			s = strrchr(line, ')');
+			if (!s || s[1] != ' ' || s[2] != 'S')
+				asleep = 0;
+		}
+		fclose(f);
+	}
+	closedir(dir);
+	return seen ? asleep : -1;
+}
+
+int pc_wait_kswapd_idle(int timeout_ms)
+{
+	int waited = 0;
+
+	for (;;) {
+		if (pc_boost_total() == 0 && pc_kswapd_asleep() == 1)
+			return 0;
+		if (waited >= timeout_ms)
+			return -1;
+		usleep(10 * 1000);
+		waited += 10;
+	}
 }
 
 void pc_settle(void)

@@ -85,6 +85,17 @@ long long pc_free_total(unsigned long *counts, int max);
 long long pc_memfree_pages(void);
 /* A /proc/meminfo field ("Cached", "MemTotal", ...) in kB, -1 if absent. */
 long long pc_meminfo_kb(const char *key);
+/*
+ * Wait until no page is parked in the colour lists (the "parked" counter
+ * is 0), at most @timeout_ms; with @drain, write "drain" first.  Returns
+ * the last count read (0: done), -1 if the counter cannot be read.
+ */
+long long pc_wait_parked(int drain, int timeout_ms);
+/*
+ * Wait until no zone has a watermark boost and every kswapd thread sleeps,
+ * at most @timeout_ms: 0 when it does, -1 otherwise.
+ */
+int pc_wait_kswapd_idle(int timeout_ms);
 /* Drop caches / compact if available, then sleep a little. */
 void pc_settle(void);
 
