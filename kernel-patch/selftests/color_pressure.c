@@ -176,7 +176,7 @@ static void compaction_rounds(void)
 static void parked_pages_return(void)
 {
 	unsigned long long parked = ~0ULL, peak = 0;
-	long before, after;
+	long before, after = 0;
 	pid_t pid;
 	int st = -1, i;
 
@@ -198,7 +198,18 @@ static void parked_pages_return(void)
 			break;
 		usleep(100 * 1000);
 	}
-	after = pc_free_blocks(10);
+	/*
+	 * The exiting child's pages reach the buddy lists through the other
+	 * CPU's per-cpu lists and deferred frees: settle as before the run,
+	 * then poll (bounded) rather than guess a sleep.
+	 */
+	pc_settle();
+	for (i = 0; i < 50; i++) {
+		after = pc_free_blocks(10);
+		if (after >= before - 2)
+			break;
+		usleep(100 * 1000);
+	}
 	printf("# pressure: order-10 free blocks %ld before, %ld after the coloured "
 	       "process exited; %llu pages parked after it\n", before, after, parked);
 	tap_ok(pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && parked == 0,

@@ -127,7 +127,11 @@ static int migrate_shared(void *arg)
  * Moving its own private pages still works: the child reports through a
  * pipe and waits, so that the parent reads the frames from its pagemap.
  */
-static int move_own(int *fds, pid_t *child, char **addr)
+/*
+ * One pipe each way: on two CPUs a child reading the pipe it has just
+ * written to can take its own bytes before the parent does.
+ */
+static int move_own(int *up, int *down, pid_t *child, char **addr)
 {
 	char *p;
 	char c;
@@ -137,7 +141,7 @@ static int move_own(int *fds, pid_t *child, char **addr)
 	if (*child < 0)
 		return -1;
 	if (*child) {
-		if (read(fds[0], addr, sizeof(*addr)) != sizeof(*addr))
+		if (read(up[0], addr, sizeof(*addr)) != sizeof(*addr))
 			return -1;
 		return 0;
 	}
@@ -151,9 +155,9 @@ static int move_own(int *fds, pid_t *child, char **addr)
 	if (pagecolor_mbind(p, NPAGES * pc_page_size, COLOR_MODE_BIND, &setB,
 			    COLOR_MBIND_MIGRATE) != 0)
 		p = NULL;
-	if (write(fds[1], &p, sizeof(p)) != sizeof(p))
+	if (write(up[1], &p, sizeof(p)) != sizeof(p))
 		_exit(102);
-	if (read(fds[0], &c, 1) < 0)	/* until the parent has looked */
+	if (read(down[0], &c, 1) < 0)	/* until the parent has looked */
 		_exit(103);
 	_exit(0);
 }
@@ -208,10 +212,18 @@ static int attacker_reads_color_maps(void *arg)
 	return (counts ? 1 : 0) | (pfn ? 2 : 0);
 }
 
+/* Put the sysctl back as it was (the next test program reads it), then report. */
+static int finish(const char *restrict_old)
+{
+	if (restrict_old[0])
+		restrict_colours(restrict_old, NULL, 0);
+	return tap_finish();
+}
+
 int main(void)
 {
 	struct shared_args args;
-	int pipe_fds[2], st, line, in;
+	int up[2], down[2], st, line, in;
 	pid_t child;
 	char *p, *own = NULL;
 	char buf[64], restrict_old[16];
@@ -231,13 +243,13 @@ int main(void)
 	args.fd = memfd_create("color_security", 0);
 	if (args.fd < 0 || fchmod(args.fd, 0644) || ftruncate(args.fd, NPAGES * pc_page_size)) {
 		tap_diag("memfd: %s", strerror(errno));
-		return tap_finish();
+		return finish(restrict_old);
 	}
 	p = mmap(NULL, NPAGES * pc_page_size, PROT_READ | PROT_WRITE, MAP_SHARED, args.fd, 0);
 	if (p == MAP_FAILED ||
 	    pagecolor_mbind(p, NPAGES * pc_page_size, COLOR_MODE_BIND, &setA, 0)) {
 		tap_diag("root's mapping: %s", strerror(errno));
-		return tap_finish();
+		return finish(restrict_old);
 	}
 	pc_touch(p, NPAGES);
 	tap_ok(pc_range_ok(p, NPAGES, &setA, "root's shared pages"),
@@ -254,12 +266,12 @@ int main(void)
 	tap_ok(st == 2, "attacker: COLOR_MBIND_MIGRATE_ALL without CAP_SYS_NICE -> EPERM (status %d)", st);
 
 	/* an unprivileged process still moves pages it alone maps */
-	if (pipe(pipe_fds) || move_own(pipe_fds, &child, &own) != 0) {
+	if (pipe(up) || pipe(down) || move_own(up, down, &child, &own) != 0) {
 		tap_diag("pipe/fork: %s", strerror(errno));
-		return tap_finish();
+		return finish(restrict_old);
 	}
 	in = own ? pages_in(child, own, NPAGES, &setB) : -1;
-	if (write(pipe_fds[1], "x", 1) != 1 || waitpid(child, &st, 0) != child)
+	if (write(down[1], "x", 1) != 1 || waitpid(child, &st, 0) != child)
 		st = -1;
 	tap_ok(own && in == NPAGES && st == 0,
 	       "attacker: COLOR_MBIND_MIGRATE moves its own private pages (%d of %d on B)", in, NPAGES);
@@ -315,7 +327,5 @@ int main(void)
 
 	munmap(p, NPAGES * pc_page_size);
 	close(args.fd);
-	if (restrict_old[0])
-		restrict_colours(restrict_old, NULL, 0);
-	return tap_finish();
+	return finish(restrict_old);
 }
