@@ -339,30 +339,25 @@ class Loop:
 
 
 def pairs(conn, q, corunner, rounds, say, label):
-    """rounds pairs (alone, co-run) of q on conn: a dict of paired lists
-    'alone', 'co' (wall s), 'alone_cpu', 'co_cpu' (the target backend's CPU s;
-    empty when not readable here) and 'busy' (the co-runner's CPU time over the
-    co-run's wall time)."""
-    m = {"alone": [], "co": [], "alone_cpu": [], "co_cpu": [], "busy": []}
-    for r in range(rounds):
-        w, cpu = pg.timed_cpu(conn, q.sql)
+    """pg.paired_rounds of q on conn beside corunner, and 'busy': the
+    co-runner's CPU time over each co-run's wall time."""
+    busy, cpu_at = [], {}
+
+    def start():
         corunner.start()
-        try:
-            c0 = pg.backend_cpu(corunner.pid)
-            w2, cpu2 = pg.timed_cpu(conn, q.sql)
-            c1 = pg.backend_cpu(corunner.pid)
-        finally:
-            corunner.stop()
-        m["alone"].append(w)
-        m["co"].append(w2)
-        if cpu is not None and cpu2 is not None:
-            m["alone_cpu"].append(cpu)
-            m["co_cpu"].append(cpu2)
-        if c0 is not None and c1 is not None:
-            m["busy"].append((c1 - c0) / w2)
+        cpu_at["start"] = pg.backend_cpu(corunner.pid)
+
+    def stop():
+        cpu_at["stop"] = pg.backend_cpu(corunner.pid)
+        corunner.stop()
+
+    def on_round(r, w, w2, cpu, cpu2):
+        if cpu_at["start"] is not None and cpu_at["stop"] is not None:
+            busy.append((cpu_at["stop"] - cpu_at["start"]) / w2)
         say(f"  {label} round {r + 1}/{rounds}: alone {w:.3f} s, co-run {w2:.3f} s ({w2 / w:.2f}x)")
-    if len(m["alone_cpu"]) != rounds:
-        m["alone_cpu"], m["co_cpu"] = [], []
+
+    m = pg.paired_rounds(conn, q.sql, start, stop, rounds, on_round)
+    m["busy"] = busy
     return m
 
 

@@ -131,33 +131,53 @@ class Looper:
             raise self.error
 
 
-def alone_vs_corun_cpu(target, corunners, rounds, dbname=None, progress=None):
-    """Per round: target alone, then target beside the co-runners (each looping
-    on its own connection), with the target backend's CPU time: returns a dict
-    of paired lists 'alone', 'co' (wall s) and 'alone_cpu', 'co_cpu' (CPU s, or
-    empty when the server's processes are not readable here)."""
+def paired_rounds(conn, sql, start, stop, rounds, on_round=None):
+    """rounds pairs of sql on conn: alone, then between start() and stop() of
+    a co-runner.  A dict of paired lists 'alone', 'co' (wall s) and
+    'alone_cpu', 'co_cpu' (the backend's CPU s, or both empty when not every
+    run's CPU time was readable here).  on_round(r, w, w2, cpu, cpu2) after
+    each pair."""
     out = {"alone": [], "co": [], "alone_cpu": [], "co_cpu": []}
-    with session(target, dbname) as c:
-        timed(c, target.sql)  # warm
-        for r in range(rounds):
-            w, cpu = timed_cpu(c, target.sql)
-            loops = [Looper(q, dbname).start() for q in corunners]
-            try:
-                w2, cpu2 = timed_cpu(c, target.sql)
-            finally:
-                for lp in loops:
-                    lp.stop()
-            out["alone"].append(w)
-            out["co"].append(w2)
-            if cpu is not None and cpu2 is not None:
-                out["alone_cpu"].append(cpu)
-                out["co_cpu"].append(cpu2)
-            if progress:
-                extra = f"; cpu {cpu:.3f} / {cpu2:.3f} s ({cpu2 / cpu:.2f}x)" if cpu and cpu2 else ""
-                progress(f"  round {r + 1}/{rounds}: alone {w:.3f} s, co-run {w2:.3f} s ({w2 / w:.2f}x){extra}")
+    for r in range(rounds):
+        w, cpu = timed_cpu(conn, sql)
+        start()
+        try:
+            w2, cpu2 = timed_cpu(conn, sql)
+        finally:
+            stop()
+        out["alone"].append(w)
+        out["co"].append(w2)
+        if cpu is not None and cpu2 is not None:
+            out["alone_cpu"].append(cpu)
+            out["co_cpu"].append(cpu2)
+        if on_round:
+            on_round(r, w, w2, cpu, cpu2)
     if len(out["alone_cpu"]) != len(out["alone"]):
         out["alone_cpu"], out["co_cpu"] = [], []
     return out
+
+
+def alone_vs_corun_cpu(target, corunners, rounds, dbname=None, progress=None):
+    """Per round: target alone, then target beside the co-runners (each looping
+    on its own connection), with the target backend's CPU time: paired_rounds'
+    dict."""
+    loops = []
+
+    def start():
+        loops[:] = [Looper(q, dbname).start() for q in corunners]
+
+    def stop():
+        for lp in loops:
+            lp.stop()
+
+    def on_round(r, w, w2, cpu, cpu2):
+        if progress:
+            extra = f"; cpu {cpu:.3f} / {cpu2:.3f} s ({cpu2 / cpu:.2f}x)" if cpu and cpu2 else ""
+            progress(f"  round {r + 1}/{rounds}: alone {w:.3f} s, co-run {w2:.3f} s ({w2 / w:.2f}x){extra}")
+
+    with session(target, dbname) as c:
+        timed(c, target.sql)  # warm
+        return paired_rounds(c, target.sql, start, stop, rounds, on_round)
 
 
 def alone_vs_corun(target, corunners, rounds, dbname=None, progress=None):
