@@ -59,4 +59,6 @@ bench workload --db ssb --mix long --mode open --load 0.95 --capacity 1381 --cli
 bench workload --db ssb --mix short --mode open --load 0.5,0.8 --capacity 13218 --clients 6 --arrivals 60 --seconds 600 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3 --name scheduler-vs-pooler-short-open-low
 bench workload --db ssb --mix bimodal --mode open --load 0.5,0.8,0.95 --capacity 13112 --clients 6 --arrivals 60 --seconds 600 --oltp-seconds 30 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3
 bench workload --db ssb --mix long --mode open --load 0.5,0.8 --capacity 1381 --clients 6 --arrivals 30 --seconds 600 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3 --name scheduler-vs-pooler-long-open-low
+bench workload --db ssb --mix bimodal --mode closed --clients 6 --per-client 10 --oltp-seconds 30 --parallel-workers 2 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3 --name scheduler-vs-pooler-bimodal-closed-pw2
+bench workload --db ssb --mix long --mode closed --clients 6 --per-client 6 --parallel-workers 2 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3 --name scheduler-vs-pooler-long-closed-pw2
 bench fig5_table2 --db plq
