@@ -368,6 +368,7 @@ def main(argv=None):
     srv = pg.server_info(a.db)
     res = report.Result(name, f"Scheduler vs pooler: the {a.mix} mix, {a.mode} loop", srv, scale_of(a.db), a.outdir)
     own = max(a.clients, os.cpu_count() or 1) if a.mode == "closed" else a.max_conns
+    own *= 1 + a.parallel_workers       # each query's backend and its workers
     guard = res.guard = start_guard(a, say, own_load=own + (a.oltp_clients if a.mix == "bimodal" else 0))
     groups = mix(a.mix)
     if a.mix == "bimodal":
