@@ -1,7 +1,7 @@
 #!/bin/bash
 # llcsim: shared-LLC simulator (QEMU TCG plugin) for the page colouring kernel.
 #
-# usage: benchmarks/llcsim/run.sh {build|unit|validate|domains|mlp|table2|pg-fig2|pg-fig6|pg-compare|all} [--quick]
+# usage: benchmarks/llcsim/run.sh {build|unit|validate|domains|mlp|calibrate|table2|pg-fig2|pg-fig6|pg-compare|all} [--quick]
 #   build     plugin (fetches qemu-plugin.h of the installed QEMU from Debian's
 #             source package on first use), static guest program, host unit
 #             test, patched kernel (kernel-patch/scripts/kernel-tree.sh build guest)
@@ -20,7 +20,13 @@
 #             timed natively (guarded, 5 rounds) and simulated with ROB/MSHR;
 #             writes docs/results/llcsim-mlp.md; fails when the model misses
 #             a known answer (a chase never overlaps, random loads do).
-#             --quick: no native timing, smaller runs (make test)
+#             --quick: no native timing, smaller runs (make test); also
+#             checks the simulated ratios against the committed native ones
+#             (calibration/native-mlp.json) within MLP_TOL (0.15)
+#   calibrate fit CPI, ROB, MSHR (a grid evaluated in one guest run) and the
+#             prefetch distance (a run each) to the committed native ratios;
+#             writes docs/results/llcsim-calibration.md and
+#             calibration/profile.env (TIMING=calibrated)
 #   table2    Table 2 / Figure 5 experiment; writes docs/results/llcsim-table2.md
 #   pg-fig2   Figure 2 with PostgreSQL in the guest (the test box image of
 #             scripts/testbox/mkimage.sh, TPC-H SF $PG_TPCH): TPC-H queries
@@ -49,6 +55,13 @@
 #   at most MSHR at once (the guest RAM is then a file in /dev/shm); ROB 0 =
 #   additive timing, every miss costs the full latency; mlp uses ROB_MLP (320),
 #   pg-fig2 and pg-fig6 ROB_PG (320)
+#   CPI (1): modeled cycles per instruction that does not miss the L1
+#   PF (0 = off) PF_XLAT (16): the stride prefetcher, PF lines ahead, into
+#   pages among the 2^PF_XLAT it knows the frames of (0: within a page)
+#   TIMING (legacy; mlp: calibrated): calibrated = CPI, ROB, MSHR, PF, PF_XLAT
+#   and LAT_SEQ from calibration/profile.env (run.sh calibrate's fit) for
+#   those not set, and ROB_MLP/ROB_PG = its ROB; legacy = the defaults above,
+#   the timing of the pages made before the calibration
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -57,13 +70,30 @@ build=$here/build
 results=${LLCSIM_RESULTS:-$repo/docs/results}
 py=$repo/.venv/bin/python3
 [ -x "$py" ] || py=python3
+profile=$here/calibration/profile.env
+native_cal=$here/calibration/native-mlp.json
+
+TIMING=${TIMING:-$([ "${1:-}" = mlp ] && echo calibrated || echo legacy)}
+case $TIMING in
+calibrated)
+	while IFS='=' read -r k v; do
+		case $k in
+		CPI | ROB | MSHR | PF | PF_XLAT | LAT_SEQ) [ -n "${!k+x}" ] || declare "$k=$v" ;;
+		esac
+	done <"$profile"
+	ROB_MLP=${ROB_MLP:-$ROB} ROB_PG=${ROB_PG:-$ROB}
+	;;
+legacy) ;;
+*) echo "run.sh: TIMING is calibrated or legacy" >&2; exit 2 ;;
+esac
 
 LLC_SIZE=${LLC_SIZE:-2M} LLC_WAYS=${LLC_WAYS:-16}
 L2_SIZE=${L2_SIZE:-256K} L2_WAYS=${L2_WAYS:-8}
 L1_SIZE=${L1_SIZE:-32K} L1_WAYS=${L1_WAYS:-8}
 REPL=${REPL:-lru} COLORS=${COLORS:-32} MEM=${MEM:-1024}
 SYNC=${SYNC:-10000} LAT_SEQ=${LAT_SEQ:-20}
-ROB=${ROB:-0} MSHR=${MSHR:-24}
+ROB=${ROB:-0} MSHR=${MSHR:-24} CPI=${CPI:-1}
+PF=${PF:-0} PF_XLAT=${PF_XLAT:-16}
 SMP=${SMP:-2} LLC_DOMAINS=${LLC_DOMAINS:-1}
 # two LLC domains of two vCPUs: the guest boots as two sockets of two, so its
 # sysfs shows the domains the plugin has (llc_domains=2)
@@ -104,7 +134,9 @@ boot() {
 		"$kp/scripts/mkinitramfs.sh" -o "$initrd" -t "$build/guest" -T "${PROG_TIMEOUT:-600}" -l "$list" >&2
 	local parg="$build/libllcsim.so,llc=$LLC_SIZE,llc_ways=$LLC_WAYS,l2=$L2_SIZE,l2_ways=$L2_WAYS"
 	parg+=",l1=$L1_SIZE,l1_ways=$L1_WAYS,line=64,repl=$REPL,sync=$SYNC,lat_seq=$LAT_SEQ,out=$simout"
-	parg+=",llc_domains=$LLC_DOMAINS"
+	parg+=",llc_domains=$LLC_DOMAINS,cpi=$CPI,pf=$PF,pf_xlat=$PF_XLAT"
+	# run.sh calibrate: a grid of timings beside the main one
+	[ -z "${GRID_CPI:-}" ] || parg+=",grid_cpi=$GRID_CPI,grid_rob=$GRID_ROB,grid_mshr=$GRID_MSHR"
 	local t0=$SECONDS rc=0 ram= noguard=()
 	if [ "$ROB" != 0 ]; then
 		# the guest RAM in a file the plugin maps, for the values of missed
@@ -119,7 +151,9 @@ boot() {
 	# Modeled cycles do not depend on the host's load (the vCPUs advance in
 	# modeled time together), but the wall time does and the rule is one
 	# experiment at a time: the quiet-machine guard, except for --quick.
-	[ $QUICK = 1 ] && noguard=(--no-guard)
+	# NO_GUARD=1: none either (modeled cycles of one vCPU's loop do not
+	# depend on the host; the page then says it ran unguarded)
+	[ $QUICK = 1 ] || [ -n "${NO_GUARD:-}" ] && noguard=(--no-guard)
 	rm -f "$build/$name.guard.md"
 	PATH="$here/scripts/qemu-wrap:$PATH" LLCSIM_PLUGIN_ARG="$parg" LLCSIM_RAM="$ram" \
 		"$py" -m mccdb_bench.harness.quiet "${noguard[@]}" --own-load "${SMP%%,*}" --what "the guest run" \
@@ -182,25 +216,56 @@ do_domains() {
 		--out "$results/llcsim-domains.md" --cmd "benchmarks/llcsim/run.sh domains${2:+ $2}"
 }
 
-# The miss-overlap model: the same three loops natively (guarded) and in
-# the simulator with ROB_MLP/MSHR; known answers checked by analyze.py mlp.
+# mlp_list LOADS: the four loops over 32x the LLC (tags 400-403)
+mlp_list() {
+	local ws=$(($(llc_kib) * 32))
+	echo "llcsim:run:chase/$ws/1:400 llcsim:run:rand/$ws/$1:401 llcsim:run:stream/$ws/$1:402" \
+		"llcsim:run:hash/$((ws * 1024 / 36))/$1:403"
+}
+
+# The miss-overlap model: the same four loops natively (guarded) and in
+# the simulator with ROB_MLP/MSHR (TIMING=calibrated: the fitted profile);
+# known answers, and the ratios against the committed native ones
+# (calibration/native-mlp.json, within MLP_TOL), checked by analyze.py mlp.
+# --quick: the same working sets, a fifth of the loads, no native timing.
 do_mlp() {
-	local kib ws loads=1000000 native=$build/mlp-native.json
+	local kib loads=1000000 native=$build/mlp-native.json
 	kib=$(llc_kib)
-	ws=$((kib * 32))
-	[ $QUICK = 1 ] && { ws=$((kib * 8)); loads=200000; }
+	[ $QUICK = 1 ] && loads=200000
 	rm -f "$native"
 	[ $QUICK = 1 ] || "$py" -m mccdb_bench.llcsim_native --binary "$build/guest/llcsim" \
 		--kib "${NATIVE_KIB:-262144}" --loads 4000000 --reps 5 --out "$native"
-	local list="llcsim:run:chase/$ws/1:400 llcsim:run:rand/$ws/$loads:401 llcsim:run:stream/$ws/$loads:402"
-	list+=" llcsim:run:hash/$((ws * 1024 / 36))/$loads:403"
-	read -r serial simout rc secs < <(ROB=${ROB_MLP:-320} boot mlp "$list" "${BOOT_TIMEOUT:-1800}")
+	read -r serial simout rc secs < <(ROB=${ROB_MLP:-320} boot mlp "$(mlp_list $loads)" "${BOOT_TIMEOUT:-1800}")
 	mkdir -p "$results"
 	local nat=()
 	[ -f "$native" ] && nat=(--native "$native")
 	"$py" "$here/scripts/analyze.py" mlp --serial "$serial" --sim "$simout" \
 		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --out "$results/llcsim-mlp.md" \
-		"${nat[@]}" --cmd "benchmarks/llcsim/run.sh mlp${2:+ $2}"
+		--calibration "$native_cal" --tolerance "${MLP_TOL:-0.15}" \
+		"${nat[@]}" --cmd "$([ "$TIMING" = calibrated ] || echo "TIMING=$TIMING ")benchmarks/llcsim/run.sh mlp${2:+ $2}"
+}
+
+# Fit the timing: the four mlp loops, one guest run per prefetch distance
+# of CAL_PF, each evaluating every timing of the grid CAL_CPI x CAL_ROB x
+# CAL_MSHR beside the main one on the same accesses (plugin grid_*=);
+# calibrate.py picks the point with the smallest worst error against the
+# committed native ratios, writes docs/results/llcsim-calibration.md and
+# calibration/profile.env (the TIMING=calibrated profile).
+do_calibrate() {
+	local pf runs=() kib
+	kib=$(llc_kib)
+	local gc=${CAL_CPI:-0.3:0.35:0.4:0.45} gr=${CAL_ROB:-160:224:320} gm=${CAL_MSHR:-12:13:14:16}
+	for pf in ${CAL_PF:-16 4}; do
+		# the main timing: a point of the grid (calibrate.py checks they agree)
+		read -r serial simout rc secs < <(CPI=${gc%%:*} ROB=${gr%%:*} MSHR=${gm%%:*} PF=$pf \
+			PF_XLAT=${PF_XLAT_CAL:-16} LAT_SEQ=200 GRID_CPI=$gc GRID_ROB=$gr GRID_MSHR=$gm \
+			boot "calibrate-pf$pf" "$(mlp_list 1000000)" "${BOOT_TIMEOUT:-3600}")
+		runs+=(--run "$serial" "$simout" "$rc" "$secs")
+	done
+	mkdir -p "$results"
+	"$py" "$here/scripts/calibrate.py" --native "$native_cal" --profile "$profile" \
+		--out "$results/llcsim-calibration.md" --llc-kib "$kib" --tolerance 0.15 "${runs[@]}" \
+		--cmd "$(for v in CAL_CPI CAL_ROB CAL_MSHR CAL_PF PF_XLAT_CAL; do [ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"; done)benchmarks/llcsim/run.sh calibrate"
 }
 
 do_table2() {
@@ -311,6 +376,7 @@ unit) do_unit ;;
 validate) do_build; do_validate "$@" ;;
 domains) do_build; do_domains "$@" ;;
 mlp) do_build; do_mlp "$@" ;;
+calibrate) do_build; do_calibrate "$@" ;;
 table2) do_build; do_table2 "$@" ;;
 pg-fig2) do_build; do_pg_fig2 "$@" ;;
 pg-fig6) do_build; do_pg_fig6 "$@" ;;
