@@ -49,6 +49,8 @@
 #   PG_COLORS (32,16,8,4,2) PG_HASH (25,20) PG_INDEX (12,8) PG_REPS (3)
 #   LAT_SEQ (20: cycles of an LLC miss to the line after a recent miss, i.e. a
 #   prefetched stream; 200 = every miss costs the memory latency)
+#   KERNEL_BUILD (1; 0 = boot the guest kernel already built, even one
+#   older than the series, without building it)
 #   SMP (2; domains: 4) LLC_DOMAINS (1; domains: 2): vCPUs, and LLCs of LLC_SIZE
 #   each among them (vCPU i in domain i * LLC_DOMAINS / SMP)
 #   ROB (0) MSHR (24): independent LLC misses within ROB instructions overlap,
@@ -103,6 +105,15 @@ QUICK=0
 
 log() { echo "llcsim: $*" >&2; }
 
+# envs VAR...: "VAR=value " for each set, and for KERNEL_BUILD and NO_GUARD
+# (a page's command line)
+envs() {
+	local v
+	for v in "$@" KERNEL_BUILD NO_GUARD; do
+		[ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"
+	done
+}
+
 llc_kib() { "$py" - "$LLC_SIZE" <<'EOF'
 import sys
 s = sys.argv[1].upper().rstrip('B').rstrip('I')
@@ -115,7 +126,14 @@ do_build() {
 	make -s -C "$here/plugin"
 	make -s -C "$here/guest"
 	make -s -C "$here/test"
-	kernel=$(JOBS=${JOBS:-2} "$kp/scripts/kernel-tree.sh" build guest | tail -1)
+	if [ "${KERNEL_BUILD:-1}" = 0 ]; then
+		# the guest kernel as it is, even one older than the series
+		kernel=$("$kp/scripts/kernel-tree.sh" path guest)
+		[ -f "$kernel" ] || { log "KERNEL_BUILD=0: no kernel at $kernel"; exit 1; }
+		log "KERNEL_BUILD=0: $kernel as it is (built $(date -u -r "$kernel" '+%F %H:%M UTC'))"
+	else
+		kernel=$(JOBS=${JOBS:-2} "$kp/scripts/kernel-tree.sh" build guest | tail -1)
+	fi
 	log "plugin $build/libllcsim.so, guest $build/guest/llcsim, kernel $kernel"
 }
 
@@ -242,7 +260,7 @@ do_mlp() {
 	"$py" "$here/scripts/analyze.py" mlp --serial "$serial" --sim "$simout" \
 		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --out "$results/llcsim-mlp.md" \
 		--calibration "$native_cal" --tolerance "${MLP_TOL:-0.15}" \
-		"${nat[@]}" --cmd "$([ "$TIMING" = calibrated ] || echo "TIMING=$TIMING ")benchmarks/llcsim/run.sh mlp${2:+ $2}"
+		"${nat[@]}" --cmd "$([ "$TIMING" = calibrated ] || echo "TIMING=$TIMING ")$(envs)benchmarks/llcsim/run.sh mlp${2:+ $2}"
 }
 
 # Fit the timing: the four mlp loops, one guest run per prefetch distance
@@ -254,7 +272,7 @@ do_mlp() {
 do_calibrate() {
 	local pf runs=() kib
 	kib=$(llc_kib)
-	local gc=${CAL_CPI:-0.3:0.35:0.4:0.45} gr=${CAL_ROB:-160:224:320} gm=${CAL_MSHR:-12:13:14:16}
+	local gc=${CAL_CPI:-0.35:0.4:0.45} gr=${CAL_ROB:-96:128:160:224:320} gm=${CAL_MSHR:-12:13:14:16}
 	for pf in ${CAL_PF:-16 4}; do
 		# the main timing: a point of the grid (calibrate.py checks they agree)
 		read -r serial simout rc secs < <(CPI=${gc%%:*} ROB=${gr%%:*} MSHR=${gm%%:*} PF=$pf \
@@ -265,7 +283,7 @@ do_calibrate() {
 	mkdir -p "$results"
 	"$py" "$here/scripts/calibrate.py" --native "$native_cal" --profile "$profile" \
 		--out "$results/llcsim-calibration.md" --llc-kib "$kib" --tolerance 0.15 "${runs[@]}" \
-		--cmd "$(for v in CAL_CPI CAL_ROB CAL_MSHR CAL_PF PF_XLAT_CAL; do [ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"; done)benchmarks/llcsim/run.sh calibrate"
+		--cmd "$(envs CAL_CPI CAL_ROB CAL_MSHR CAL_PF PF_XLAT_CAL)benchmarks/llcsim/run.sh calibrate"
 }
 
 do_table2() {
