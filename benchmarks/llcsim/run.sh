@@ -1,7 +1,7 @@
 #!/bin/bash
 # llcsim: shared-LLC simulator (QEMU TCG plugin) for the page colouring kernel.
 #
-# usage: benchmarks/llcsim/run.sh {build|unit|validate|domains|mlp|calibrate|table2|pg-fig2|pg-fig6|pg-compare|all} [--quick]
+# usage: benchmarks/llcsim/run.sh {build|unit|validate|domains|mlp|calibrate|table2|pg-fig2|pg-fig6|pg-compare|pg-validate|all} [--quick]
 #   build     plugin (fetches qemu-plugin.h of the installed QEMU from Debian's
 #             source package on first use), static guest program, host unit
 #             test, patched kernel (kernel-patch/scripts/kernel-tree.sh build guest)
@@ -35,6 +35,10 @@
 #   pg-fig6   Figure 6 with PostgreSQL in the guest (SSB SF 0.1): two hash-
 #             join and two index-join PLQs paired as default, SLS, MLS and
 #             MLS with partitioning pair them; docs/results/llcsim-fig6-plq.md
+#   pg-validate the calibrated timing on the native study's curve: its
+#             PostgreSQL hash join alone and beside a C stream, tables of
+#             0.25-32 MB over the native 8 MB LLC share scaled by
+#             1/PGV_SCALE (4); docs/results/llcsim-pg-validation.md
 #   pg-compare  4 vCPUs as 2 LLC domains: the Figure 6 mix and a hash join
 #             beside a scan, without mccdb, with page colours, with resctrl
 #             (the guest agent), as Linux or domain placement arranges them,
@@ -75,7 +79,10 @@ py=$repo/.venv/bin/python3
 profile=$here/calibration/profile.env
 native_cal=$here/calibration/native-mlp.json
 
-TIMING=${TIMING:-$([ "${1:-}" = mlp ] && echo calibrated || echo legacy)}
+case ${1:-} in
+mlp | pg-validate) TIMING=${TIMING:-calibrated} ;;
+*) TIMING=${TIMING:-legacy} ;;
+esac
 case $TIMING in
 calibrated)
 	while IFS='=' read -r k v; do
@@ -347,7 +354,7 @@ pg_run() {
 	kib=$(llc_kib)
 	image=$build/$name.cpio
 	kernel=$("$repo/scripts/testbox/mkimage.sh" -o "$image" -t "$here/pg" -l "$list" \
-		-T "${BOOT_TIMEOUT:-10800}" -b "$build/guest/llcsim" | tail -1)
+		-T "${BOOT_TIMEOUT:-10800}" -b "$build/guest/llcsim" -b "$build/guest/stream_antagonist" | tail -1)
 	# the overlap timing model (validated in llcsim-mlp) unless ROB_PG=0
 	read -r serial simout rc secs < <(ROB=${ROB_PG:-320} MEM=${PG_MEM:-2048} boot "$name" "" "${BOOT_TIMEOUT:-10800}" "$image" "$kernel")
 	mkdir -p "$results"
@@ -388,6 +395,31 @@ do_pg_fig6() {
 		--cmd "${PG_HASH:+PG_HASH=$PG_HASH }${PG_INDEX:+PG_INDEX=$PG_INDEX }${PG_REPS:+PG_REPS=$PG_REPS }benchmarks/llcsim/run.sh pg-fig6${2:+ $2}"
 }
 
+# The calibrated timing against the native study's curve, without
+# refitting: its hash join alone and beside a C stream (pg/hjstream) at
+# the native table sizes over the native effective LLC share (8 MB) scaled
+# by 1/PGV_SCALE (4: the default 2 MiB LLC and 256 KiB L2 are the native
+# 8 MB share and 1 MiB L2 over 4; 1 wants LLC_SIZE=8M L2_SIZE=1M), probe
+# rows as natively (4x the largest build, at least 2M / PGV_SCALE).
+do_pg_validate() {
+	local scale=${PGV_SCALE:-4} reps=${PG_REPS:-3} sizes=${PGV_SIZES:-0.25,0.5,1,2,4,8,16,32} rows probe
+	[ $QUICK = 1 ] && { sizes=${PGV_SIZES:-2,32}; reps=1; }
+	[ "$(llc_kib)" = $((8192 / scale)) ] ||
+		{ log "pg-validate: LLC_SIZE must be the native 8 MB share / PGV_SCALE ($scale)"; exit 2; }
+	read -r rows probe < <("$py" - "$sizes" "$scale" <<'EOF'
+import sys
+from mccdb_bench.native_study import probe_rows_for, rows_for
+sizes, scale = [float(x) for x in sys.argv[1].split(',')], float(sys.argv[2])
+rows = [rows_for(int(mb * 1048576 / scale)) for mb in sizes]
+print(','.join(map(str, rows)), probe_rows_for(rows, minimum=int(2_000_000 / scale)))
+EOF
+)
+	pg_run pg-validate pgvalidate "llcsim-pg-validation$([ "$scale" = 4 ] || echo "-scale$scale").md" \
+		"hjstream:$rows:$probe:$reps:${PGV_STREAM_MIB:-256}" \
+		--native-study "$here/calibration/native-study-stream.json" --sizes "$sizes" --scale "$scale" \
+		--cmd "$(envs PGV_SCALE PGV_SIZES PG_REPS PGV_STREAM_MIB LLC_SIZE L2_SIZE)benchmarks/llcsim/run.sh pg-validate${2:+ $2}"
+}
+
 case "${1:-}" in
 build) do_build ;;
 unit) do_unit ;;
@@ -399,6 +431,7 @@ table2) do_build; do_table2 "$@" ;;
 pg-fig2) do_build; do_pg_fig2 "$@" ;;
 pg-fig6) do_build; do_pg_fig6 "$@" ;;
 pg-compare) do_build; do_pg_compare "$@" ;;
+pg-validate) do_build; do_pg_validate "$@" ;;
 all) do_build; do_unit; do_validate "$@"; do_table2 "$@" ;;
 *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

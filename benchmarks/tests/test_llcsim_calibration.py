@@ -123,3 +123,53 @@ def test_mlp_check_fails_with_the_uncalibrated_errors(tmp_path):
     assert p.returncode == 1
     for kind in ("rand", "stream", "hash"):
         assert f"not ok - calibration: a {kind} load" in p.stdout
+
+
+NATIVE_STUDY = LLCSIM / "calibration" / "native-study-stream.json"
+
+
+def write_pg_logs(tmp, slowdowns, drop_tag=None, sizes="2,32"):
+    """pg/hjstream's output for native sizes (MB) at scale 4 (2 MB: 9830
+    build rows, 8 MB: 39321, 32 MB: 157286), one repetition; slowdowns:
+    rows -> co-run / alone."""
+    ser = ["=== PCTEST cmdline: page_colors=32", "=== PCTEST cpus: 2", "ok 1 - server on vCPU 0"]
+    sim = ["config colors=32 line=64 cpi=0.4 rob=224 mshr=13 pf=16 pf_xlat=16"]
+    tag = 1
+    for rows, slow in slowdowns.items():
+        for phase, cycles in (("alone", 10_000_000), ("stream", int(10_000_000 * slow))):
+            ser.append(f"LLCSIM-PG tag={tag} rep=1 rows={rows} phase={phase}")
+            if tag != drop_tag:
+                sim.append(f"dump seq={tag} tag={tag} vcpu=0 u_insns=1 u_acc=1 u_l1m=1 u_l2m=1 u_llcm=1 u_seqm=0 "
+                           f"u_cycles={cycles - 1000} k_insns=0 k_acc=0 k_l1m=0 k_l2m=0 k_llcm=0 k_seqm=0 "
+                           f"k_cycles=1000 acc_by_vcpu=1/0")
+            tag += 1
+    (tmp / "p.serial.log").write_text("\n".join(ser) + "\n")
+    (tmp / "p.sim.log").write_text("\n".join(sim) + "\n")
+    out = tmp / "llcsim-pg-validation.md"
+    p = subprocess.run([sys.executable, str(ANALYZE), "pgvalidate", "--serial", str(tmp / "p.serial.log"),
+                        "--sim", str(tmp / "p.sim.log"), "--boot-rc", "0", "--secs", "1", "--out", str(out),
+                        "--native-study", str(NATIVE_STUDY), "--sizes", sizes, "--scale", "4", "--cmd", "test"],
+                       capture_output=True, text=True)
+    return p, out.read_text() if out.exists() else ""
+
+
+def test_pg_validation_within_30_percent_or_the_interval(tmp_path):
+    p, page = write_pg_logs(tmp_path, {9830: 2.0, 157286: 1.0})
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "# validation: 1 of 2 sizes within 30% of native or inside its interval" in p.stdout
+    assert "| 2 | 0.5 | 9830 | 1e+07 | 2.00x | 2.49x (1.84-2.90) | -20% | PASS |" in page
+    assert "| 32 | 8 | 157286 | 1e+07 | 1.00x | 1.65x (1.35-1.74) | -39% | FAIL |" in page
+
+
+def test_pg_validation_inside_the_interval_passes_beyond_30_percent(tmp_path):
+    """2 MB: 1.70x is -32% of 2.49x and outside 1.84-2.90; 8 MB: +40% of 1.21x but inside 1.10-1.93."""
+    p, page = write_pg_logs(tmp_path, {9830: 1.70, 39321: 1.70}, sizes="2,8")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "| 2 | 0.5 | 9830 | 1e+07 | 1.70x | 2.49x (1.84-2.90) | -32% | FAIL |" in page
+    assert "| 8 | 2 | 39321 | 1e+07 | 1.70x | 1.21x (1.10-1.93) | +40% | PASS |" in page
+
+
+def test_pg_validation_a_missing_query_fails(tmp_path):
+    p, _ = write_pg_logs(tmp_path, {9830: 2.0, 157286: 1.0}, drop_tag=3)
+    assert p.returncode == 1
+    assert "not ok - every measured query has its counters (1 without)" in p.stdout

@@ -966,7 +966,8 @@ def pgfig6(args, d):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('mode', choices=['validate', 'domains', 'mlp', 'table2', 'pgfig2', 'pgfig6', 'pgcompare'])
+    ap.add_argument('mode', choices=['validate', 'domains', 'mlp', 'table2', 'pgfig2', 'pgfig6', 'pgcompare',
+                                     'pgvalidate'])
     ap.add_argument('--serial', required=True)
     ap.add_argument('--sim', required=True)
     ap.add_argument('--boot-rc', type=int, default=0)
@@ -982,11 +983,17 @@ def main():
     ap.add_argument('--calibration', help='mlp: the committed native ratios (calibration/native-mlp.json) '
                     'the simulated ones must match within --tolerance')
     ap.add_argument('--tolerance', type=float, default=0.15)
+    ap.add_argument('--native-study', help='pgvalidate: calibration/native-study-stream.json')
+    ap.add_argument('--sizes', help='pgvalidate: the native table sizes (MB), comma separated')
+    ap.add_argument('--scale', default='4', help='pgvalidate: native sizes and LLC over the simulated ones')
     args = ap.parse_args()
     d = load(args.serial, args.sim)
     if args.mode == 'pgcompare':
         from compare import pgcompare   # its own file; it imports helpers from here
         sys.exit(pgcompare(args, d))
+    if args.mode == 'pgvalidate':
+        from validate_pg import pgvalidate   # the same
+        sys.exit(pgvalidate(args, d))
     sys.exit({'validate': validate, 'domains': domains, 'mlp': mlp, 'table2': table2, 'pgfig2': pgfig2,
               'pgfig6': pgfig6}[args.mode](args, d))
 
