@@ -63,9 +63,11 @@
  *     plugin/timing.h.
  *   grid_cpi=A:B.. grid_rob=W1:W2.. grid_mshr=M1:M2.. (with rob=, at most 64
  *     points): every combination is a further timing model fed with the same
- *     accesses (the caches do not depend on time); dumps add
- *     gK_u_cycles=, the config line gK=cpi:rob:mshr.  For fitting the
- *     timing in one guest run (run.sh calibrate).
+ *     accesses (the caches do not depend on time), inside measured regions
+ *     only (tag != 0: outside, their misses are not tracked, so a region
+ *     starts without the ones still in flight); dumps add gK_u_cycles=,
+ *     the config line gK=cpi:rob:mshr.  For fitting the timing in one
+ *     guest run (run.sh calibrate).
  *   pf=D pf_streams=16 pf_xlat=16: a stride prefetcher per vCPU
  *     (plugin/prefetch.h), D lines ahead (0 = off, the default): trained on
  *     the L1 misses' virtual lines, it fills the L2 and the LLC (not the
@@ -223,7 +225,8 @@ static uint64_t charge(struct vcpu *v, uint64_t *s, uint64_t vaddr, uint64_t pa,
 	uint64_t val = cfg.rob ? loaded(pa, info) : 0;
 	unsigned int k;
 
-	for (k = 0; k < ngrid; k++) {
+	/* the grid's timings run in measured regions only (they are many) */
+	for (k = 0; v->tag && k < ngrid; k++) {
 		struct shadow *g = &v->grid[k];
 		uint64_t st = tm_stall(&g->tm, v->icount * gridpts[k].c_cpi + g->extra, v->icount,
 				       vaddr, val, lat);

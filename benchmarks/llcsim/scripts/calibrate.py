@@ -91,7 +91,8 @@ def main():
                         (float(c.get('cpi', 0)), int(c.get('rob', 0)), int(c.get('mshr', 0)))), None)
         if main_pt and len(loops) == 4:
             dev = max(abs(main_pt['per_unit'][k] * loops[k]['units'] / loops[k]['cycles'] - 1) for k in loops)
-            check(dev < 1e-6, f'pf={pf}: the grid point of the main timing (cpi {c.get("cpi")}, rob {c.get("rob")}, '
+            # the grid's timings start each region without the misses in flight (< mshr x lat_mem)
+            check(dev < 1e-3, f'pf={pf}: the grid point of the main timing (cpi {c.get("cpi")}, rob {c.get("rob")}, '
                   f'mshr {c.get("mshr")}) counts the cycles the main timing counts (largest deviation {dev:.1e})')
         else:
             check(False, f'pf={pf}: the main timing is a point of the grid')
