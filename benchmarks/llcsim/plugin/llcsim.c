@@ -307,7 +307,9 @@ static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
 	}
 	s = v->stats[v->tag][(uintptr_t)ud];
 	s[F_ACC]++;
-	if (cfg.pf)
+	/* user pages only: the kernel's direct map (page zeroing at every
+	 * fault) would push a stream's translations out of the table */
+	if (cfg.pf && (uintptr_t)ud == M_USER)
 		pf_seen(&v->pf, vaddr, pa);
 	if (cm_access(&v->l1, pa, &v->rng))
 		return;

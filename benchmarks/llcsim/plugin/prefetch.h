@@ -17,8 +17,8 @@
  * the miss's frame; one in another page needs that page's frame, which the
  * prefetcher knows only if the core touched the page lately: a
  * direct-mapped table of 2^xbits virtual pages -> frames, refreshed by every
- * access (pf_seen; the translations a TLB and a page walk would give the
- * prefetcher).  xbits = 0: no table, prefetches stop at the page's end (a
+ * access the caller shows it (pf_seen; the plugin shows user-mode ones: the
+ * translations a TLB and a page walk would give the prefetcher).  xbits = 0: no table, prefetches stop at the page's end (a
  * prefetcher of physical addresses); the stream then misses once per page.
  * Where the lines go and what they cost is the caller's business.
  */

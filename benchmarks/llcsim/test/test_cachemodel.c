@@ -304,7 +304,7 @@ int main(void)
 	/* 19: disjoint masks isolate (CAT), the same mask does not */
 	{
 		uint64_t a, hits2 = 0, lines = (512 << 10) / 64;
-		double iso, shared;
+		double iso = 0, shared = 0;
 
 		for (int k = 0; k < 2; k++) {
 			uint64_t stream_ways = k ? 0x00ff : 0xff00;
