@@ -1,7 +1,7 @@
 #!/bin/bash
 # llcsim: shared-LLC simulator (QEMU TCG plugin) for the page colouring kernel.
 #
-# usage: benchmarks/llcsim/run.sh {build|unit|validate|domains|mlp|table2|pg-fig2|pg-fig6|pg-compare|all} [--quick]
+# usage: benchmarks/llcsim/run.sh {build|unit|validate|domains|mlp|calibrate|table2|pg-fig2|pg-fig6|pg-compare|pg-validate|all} [--quick]
 #   build     plugin (fetches qemu-plugin.h of the installed QEMU from Debian's
 #             source package on first use), static guest program, host unit
 #             test, patched kernel (kernel-patch/scripts/kernel-tree.sh build guest)
@@ -20,7 +20,13 @@
 #             timed natively (guarded, 5 rounds) and simulated with ROB/MSHR;
 #             writes docs/results/llcsim-mlp.md; fails when the model misses
 #             a known answer (a chase never overlaps, random loads do).
-#             --quick: no native timing, smaller runs (make test)
+#             --quick: no native timing (make test); both check the
+#             simulated ratios against the committed native ones
+#             (calibration/native-mlp.json) within MLP_TOL (0.15)
+#   calibrate fit CPI, ROB, MSHR (a grid evaluated in one guest run) and the
+#             prefetch distance (a run each) to the committed native ratios;
+#             writes docs/results/llcsim-calibration.md and
+#             calibration/profile.env (TIMING=calibrated)
 #   table2    Table 2 / Figure 5 experiment; writes docs/results/llcsim-table2.md
 #   pg-fig2   Figure 2 with PostgreSQL in the guest (the test box image of
 #             scripts/testbox/mkimage.sh, TPC-H SF $PG_TPCH): TPC-H queries
@@ -29,6 +35,10 @@
 #   pg-fig6   Figure 6 with PostgreSQL in the guest (SSB SF 0.1): two hash-
 #             join and two index-join PLQs paired as default, SLS, MLS and
 #             MLS with partitioning pair them; docs/results/llcsim-fig6-plq.md
+#   pg-validate the calibrated timing on the native study's curve: its
+#             PostgreSQL hash join alone and beside a C stream, tables of
+#             0.25-32 MB over the native 8 MB LLC share scaled by
+#             1/PGV_SCALE (4); docs/results/llcsim-pg-validation.md
 #   pg-compare  4 vCPUs as 2 LLC domains: the Figure 6 mix and a hash join
 #             beside a scan, without mccdb, with page colours, with resctrl
 #             (the guest agent), as Linux or domain placement arranges them,
@@ -43,12 +53,21 @@
 #   PG_COLORS (32,16,8,4,2) PG_HASH (25,20) PG_INDEX (12,8) PG_REPS (3)
 #   LAT_SEQ (20: cycles of an LLC miss to the line after a recent miss, i.e. a
 #   prefetched stream; 200 = every miss costs the memory latency)
+#   KERNEL_BUILD (1; 0 = boot the guest kernel already built, even one
+#   older than the series, without building it)
 #   SMP (2; domains: 4) LLC_DOMAINS (1; domains: 2): vCPUs, and LLCs of LLC_SIZE
 #   each among them (vCPU i in domain i * LLC_DOMAINS / SMP)
 #   ROB (0) MSHR (24): independent LLC misses within ROB instructions overlap,
 #   at most MSHR at once (the guest RAM is then a file in /dev/shm); ROB 0 =
 #   additive timing, every miss costs the full latency; mlp uses ROB_MLP (320),
 #   pg-fig2 and pg-fig6 ROB_PG (320)
+#   CPI (1): modeled cycles per instruction that does not miss the L1
+#   PF (0 = off) PF_XLAT (16): the stride prefetcher, PF lines ahead, into
+#   pages among the 2^PF_XLAT it knows the frames of (0: within a page)
+#   TIMING (legacy; mlp: calibrated): calibrated = CPI, ROB, MSHR, PF, PF_XLAT
+#   and LAT_SEQ from calibration/profile.env (run.sh calibrate's fit) for
+#   those not set, and ROB_MLP/ROB_PG = its ROB; legacy = the defaults above,
+#   the timing of the pages made before the calibration
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -57,13 +76,33 @@ build=$here/build
 results=${LLCSIM_RESULTS:-$repo/docs/results}
 py=$repo/.venv/bin/python3
 [ -x "$py" ] || py=python3
+profile=$here/calibration/profile.env
+native_cal=$here/calibration/native-mlp.json
+
+case ${1:-} in
+mlp | pg-validate) TIMING=${TIMING:-calibrated} ;;
+*) TIMING=${TIMING:-legacy} ;;
+esac
+case $TIMING in
+calibrated)
+	while IFS='=' read -r k v; do
+		case $k in
+		CPI | ROB | MSHR | PF | PF_XLAT | LAT_SEQ) [ -n "${!k+x}" ] || declare "$k=$v" ;;
+		esac
+	done <"$profile"
+	ROB_MLP=${ROB_MLP:-$ROB} ROB_PG=${ROB_PG:-$ROB}
+	;;
+legacy) ;;
+*) echo "run.sh: TIMING is calibrated or legacy" >&2; exit 2 ;;
+esac
 
 LLC_SIZE=${LLC_SIZE:-2M} LLC_WAYS=${LLC_WAYS:-16}
 L2_SIZE=${L2_SIZE:-256K} L2_WAYS=${L2_WAYS:-8}
 L1_SIZE=${L1_SIZE:-32K} L1_WAYS=${L1_WAYS:-8}
 REPL=${REPL:-lru} COLORS=${COLORS:-32} MEM=${MEM:-1024}
 SYNC=${SYNC:-10000} LAT_SEQ=${LAT_SEQ:-20}
-ROB=${ROB:-0} MSHR=${MSHR:-24}
+ROB=${ROB:-0} MSHR=${MSHR:-24} CPI=${CPI:-1}
+PF=${PF:-0} PF_XLAT=${PF_XLAT:-16}
 SMP=${SMP:-2} LLC_DOMAINS=${LLC_DOMAINS:-1}
 # two LLC domains of two vCPUs: the guest boots as two sockets of two, so its
 # sysfs shows the domains the plugin has (llc_domains=2)
@@ -72,6 +111,15 @@ QUICK=0
 [ "${2:-}" = --quick ] && QUICK=1
 
 log() { echo "llcsim: $*" >&2; }
+
+# envs VAR...: "VAR=value " for each set, and for KERNEL_BUILD and NO_GUARD
+# (a page's command line)
+envs() {
+	local v
+	for v in "$@" KERNEL_BUILD NO_GUARD; do
+		[ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"
+	done
+}
 
 llc_kib() { "$py" - "$LLC_SIZE" <<'EOF'
 import sys
@@ -85,7 +133,14 @@ do_build() {
 	make -s -C "$here/plugin"
 	make -s -C "$here/guest"
 	make -s -C "$here/test"
-	kernel=$(JOBS=${JOBS:-2} "$kp/scripts/kernel-tree.sh" build guest | tail -1)
+	if [ "${KERNEL_BUILD:-1}" = 0 ]; then
+		# the guest kernel as it is, even one older than the series
+		kernel=$("$kp/scripts/kernel-tree.sh" path guest)
+		[ -f "$kernel" ] || { log "KERNEL_BUILD=0: no kernel at $kernel"; exit 1; }
+		log "KERNEL_BUILD=0: $kernel as it is (built $(date -u -r "$kernel" '+%F %H:%M UTC'))"
+	else
+		kernel=$(JOBS=${JOBS:-2} "$kp/scripts/kernel-tree.sh" build guest | tail -1)
+	fi
 	log "plugin $build/libllcsim.so, guest $build/guest/llcsim, kernel $kernel"
 }
 
@@ -104,7 +159,9 @@ boot() {
 		"$kp/scripts/mkinitramfs.sh" -o "$initrd" -t "$build/guest" -T "${PROG_TIMEOUT:-600}" -l "$list" >&2
 	local parg="$build/libllcsim.so,llc=$LLC_SIZE,llc_ways=$LLC_WAYS,l2=$L2_SIZE,l2_ways=$L2_WAYS"
 	parg+=",l1=$L1_SIZE,l1_ways=$L1_WAYS,line=64,repl=$REPL,sync=$SYNC,lat_seq=$LAT_SEQ,out=$simout"
-	parg+=",llc_domains=$LLC_DOMAINS"
+	parg+=",llc_domains=$LLC_DOMAINS,cpi=$CPI,pf=$PF,pf_xlat=$PF_XLAT"
+	# run.sh calibrate: a grid of timings beside the main one
+	[ -z "${GRID_CPI:-}" ] || parg+=",grid_cpi=$GRID_CPI,grid_rob=$GRID_ROB,grid_mshr=$GRID_MSHR"
 	local t0=$SECONDS rc=0 ram= noguard=()
 	if [ "$ROB" != 0 ]; then
 		# the guest RAM in a file the plugin maps, for the values of missed
@@ -119,7 +176,9 @@ boot() {
 	# Modeled cycles do not depend on the host's load (the vCPUs advance in
 	# modeled time together), but the wall time does and the rule is one
 	# experiment at a time: the quiet-machine guard, except for --quick.
-	[ $QUICK = 1 ] && noguard=(--no-guard)
+	# NO_GUARD=1: none either (modeled cycles of one vCPU's loop do not
+	# depend on the host; the page then says it ran unguarded)
+	[ $QUICK = 1 ] || [ -n "${NO_GUARD:-}" ] && noguard=(--no-guard)
 	rm -f "$build/$name.guard.md"
 	PATH="$here/scripts/qemu-wrap:$PATH" LLCSIM_PLUGIN_ARG="$parg" LLCSIM_RAM="$ram" \
 		"$py" -m mccdb_bench.harness.quiet "${noguard[@]}" --own-load "${SMP%%,*}" --what "the guest run" \
@@ -182,25 +241,56 @@ do_domains() {
 		--out "$results/llcsim-domains.md" --cmd "benchmarks/llcsim/run.sh domains${2:+ $2}"
 }
 
-# The miss-overlap model: the same three loops natively (guarded) and in
-# the simulator with ROB_MLP/MSHR; known answers checked by analyze.py mlp.
+# mlp_list LOADS: the four loops over 32x the LLC (tags 400-403)
+mlp_list() {
+	local ws=$(($(llc_kib) * 32))
+	echo "llcsim:run:chase/$ws/1:400 llcsim:run:rand/$ws/$1:401 llcsim:run:stream/$ws/$1:402" \
+		"llcsim:run:hash/$((ws * 1024 / 36))/$1:403"
+}
+
+# The miss-overlap model: the same four loops natively (guarded) and in
+# the simulator with ROB_MLP/MSHR (TIMING=calibrated: the fitted profile);
+# known answers, and the ratios against the committed native ones
+# (calibration/native-mlp.json, within MLP_TOL), checked by analyze.py mlp.
+# --quick: no native timing; the loops as the calibration ran them, so
+# that make test holds the fitted numbers to the fit's own 15%.
 do_mlp() {
-	local kib ws loads=1000000 native=$build/mlp-native.json
+	local kib loads=1000000 native=$build/mlp-native.json
 	kib=$(llc_kib)
-	ws=$((kib * 32))
-	[ $QUICK = 1 ] && { ws=$((kib * 8)); loads=200000; }
 	rm -f "$native"
 	[ $QUICK = 1 ] || "$py" -m mccdb_bench.llcsim_native --binary "$build/guest/llcsim" \
 		--kib "${NATIVE_KIB:-262144}" --loads 4000000 --reps 5 --out "$native"
-	local list="llcsim:run:chase/$ws/1:400 llcsim:run:rand/$ws/$loads:401 llcsim:run:stream/$ws/$loads:402"
-	list+=" llcsim:run:hash/$((ws * 1024 / 36))/$loads:403"
-	read -r serial simout rc secs < <(ROB=${ROB_MLP:-320} boot mlp "$list" "${BOOT_TIMEOUT:-1800}")
+	read -r serial simout rc secs < <(ROB=${ROB_MLP:-320} boot mlp "$(mlp_list $loads)" "${BOOT_TIMEOUT:-1800}")
 	mkdir -p "$results"
 	local nat=()
 	[ -f "$native" ] && nat=(--native "$native")
 	"$py" "$here/scripts/analyze.py" mlp --serial "$serial" --sim "$simout" \
 		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --out "$results/llcsim-mlp.md" \
-		"${nat[@]}" --cmd "benchmarks/llcsim/run.sh mlp${2:+ $2}"
+		--calibration "$native_cal" --tolerance "${MLP_TOL:-0.15}" \
+		"${nat[@]}" --cmd "$([ "$TIMING" = calibrated ] || echo "TIMING=$TIMING ")$(envs)benchmarks/llcsim/run.sh mlp${2:+ $2}"
+}
+
+# Fit the timing: the four mlp loops, one guest run per prefetch distance
+# of CAL_PF, each evaluating every timing of the grid CAL_CPI x CAL_ROB x
+# CAL_MSHR beside the main one on the same accesses (plugin grid_*=);
+# calibrate.py picks the point with the smallest worst error against the
+# committed native ratios, writes docs/results/llcsim-calibration.md and
+# calibration/profile.env (the TIMING=calibrated profile).
+do_calibrate() {
+	local pf runs=() kib
+	kib=$(llc_kib)
+	local gc=${CAL_CPI:-0.35:0.4:0.45} gr=${CAL_ROB:-96:128:160:224:320} gm=${CAL_MSHR:-12:13:14:16}
+	for pf in ${CAL_PF:-16 4}; do
+		# the main timing: a point of the grid (calibrate.py checks they agree)
+		read -r serial simout rc secs < <(CPI=${gc%%:*} ROB=${gr%%:*} MSHR=${gm%%:*} PF=$pf \
+			PF_XLAT=${PF_XLAT_CAL:-16} LAT_SEQ=200 GRID_CPI=$gc GRID_ROB=$gr GRID_MSHR=$gm \
+			boot "calibrate-pf$pf" "$(mlp_list 1000000)" "${BOOT_TIMEOUT:-3600}")
+		runs+=(--run "$serial" "$simout" "$rc" "$secs")
+	done
+	mkdir -p "$results"
+	"$py" "$here/scripts/calibrate.py" --native "$native_cal" --profile "$profile" \
+		--out "$results/llcsim-calibration.md" --llc-kib "$kib" --tolerance 0.15 "${runs[@]}" \
+		--cmd "$(envs CAL_CPI CAL_ROB CAL_MSHR CAL_PF PF_XLAT_CAL)benchmarks/llcsim/run.sh calibrate"
 }
 
 do_table2() {
@@ -264,7 +354,7 @@ pg_run() {
 	kib=$(llc_kib)
 	image=$build/$name.cpio
 	kernel=$("$repo/scripts/testbox/mkimage.sh" -o "$image" -t "$here/pg" -l "$list" \
-		-T "${BOOT_TIMEOUT:-10800}" -b "$build/guest/llcsim" | tail -1)
+		-T "${BOOT_TIMEOUT:-10800}" -b "$build/guest/llcsim" -b "$build/guest/stream_antagonist" | tail -1)
 	# the overlap timing model (validated in llcsim-mlp) unless ROB_PG=0
 	read -r serial simout rc secs < <(ROB=${ROB_PG:-320} MEM=${PG_MEM:-2048} boot "$name" "" "${BOOT_TIMEOUT:-10800}" "$image" "$kernel")
 	mkdir -p "$results"
@@ -305,16 +395,43 @@ do_pg_fig6() {
 		--cmd "${PG_HASH:+PG_HASH=$PG_HASH }${PG_INDEX:+PG_INDEX=$PG_INDEX }${PG_REPS:+PG_REPS=$PG_REPS }benchmarks/llcsim/run.sh pg-fig6${2:+ $2}"
 }
 
+# The calibrated timing against the native study's curve, without
+# refitting: its hash join alone and beside a C stream (pg/hjstream) at
+# the native table sizes over the native effective LLC share (8 MB) scaled
+# by 1/PGV_SCALE (4: the default 2 MiB LLC and 256 KiB L2 are the native
+# 8 MB share and 1 MiB L2 over 4; 1 wants LLC_SIZE=8M L2_SIZE=1M), probe
+# rows as natively (4x the largest build, at least 2M / PGV_SCALE).
+do_pg_validate() {
+	local scale=${PGV_SCALE:-4} reps=${PG_REPS:-3} sizes=${PGV_SIZES:-0.25,0.5,1,2,4,8,16,32} rows probe
+	[ $QUICK = 1 ] && { sizes=${PGV_SIZES:-2,32}; reps=1; }
+	[ "$(llc_kib)" = $((8192 / scale)) ] ||
+		{ log "pg-validate: LLC_SIZE must be the native 8 MB share / PGV_SCALE ($scale)"; exit 2; }
+	read -r rows probe < <("$py" - "$sizes" "$scale" <<'EOF'
+import sys
+from mccdb_bench.native_study import probe_rows_for, rows_for
+sizes, scale = [float(x) for x in sys.argv[1].split(',')], float(sys.argv[2])
+rows = [rows_for(int(mb * 1048576 / scale)) for mb in sizes]
+print(','.join(map(str, rows)), probe_rows_for(rows, minimum=int(2_000_000 / scale)))
+EOF
+)
+	pg_run pg-validate pgvalidate "llcsim-pg-validation$([ "$scale" = 4 ] || echo "-scale$scale").md" \
+		"hjstream:$rows:$probe:$reps:${PGV_STREAM_MIB:-256}" \
+		--native-study "$here/calibration/native-study-stream.json" --sizes "$sizes" --scale "$scale" \
+		--cmd "$(envs PGV_SCALE PGV_SIZES PG_REPS PGV_STREAM_MIB LLC_SIZE L2_SIZE)benchmarks/llcsim/run.sh pg-validate${2:+ $2}"
+}
+
 case "${1:-}" in
 build) do_build ;;
 unit) do_unit ;;
 validate) do_build; do_validate "$@" ;;
 domains) do_build; do_domains "$@" ;;
 mlp) do_build; do_mlp "$@" ;;
+calibrate) do_build; do_calibrate "$@" ;;
 table2) do_build; do_table2 "$@" ;;
 pg-fig2) do_build; do_pg_fig2 "$@" ;;
 pg-fig6) do_build; do_pg_fig6 "$@" ;;
 pg-compare) do_build; do_pg_compare "$@" ;;
+pg-validate) do_build; do_pg_validate "$@" ;;
 all) do_build; do_unit; do_validate "$@"; do_table2 "$@" ;;
 *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -5,9 +5,9 @@
  *
  *   private L1d and L2 per vCPU, a shared LLC (or one per domain of vCPUs,
  *   llc_domains=); all physically indexed,
- *   set-associative, LRU or random replacement, write-allocate, no prefetch,
- *   no coherence/invalidations, no instruction fetches; an access counts for
- *   the line of its first byte.
+ *   set-associative, LRU or random replacement, write-allocate, an optional
+ *   stride prefetcher per vCPU (pf=), no coherence/invalidations, no
+ *   instruction fetches; an access counts for the line of its first byte.
  *
  * Counters: per vCPU x tag x mode (user/kernel by the instruction's virtual
  * address) - instructions, data accesses, L1 misses (= L2 accesses), L2
@@ -41,7 +41,8 @@
  *     i * N / vcpus (4 vCPUs, N=2: vCPUs 0-1 share one, 2-3 the other)
  *   line=64 repl=lru|random seed=1 out=FILE (default stderr)
  *   sim=always|tagged (tagged: skip accesses of vCPUs whose tag is 0)
- *   cpi=1.0 lat_l2=12 lat_llc=40 lat_mem=200 (timing model, printed cycles)
+ *   cpi=1.0 lat_l2=12 lat_llc=40 lat_mem=200 (timing model, printed cycles;
+ *     cpi: the cost of an instruction that does not miss the L1, fractional)
  *   lat_seq=200: cost of an LLC miss to the line after one of the vCPU's last
  *     4 LLC-missed lines (a stream a prefetcher would cover); = lat_mem: off
  *   rob=W mshr=M ram=FILE: overlap of L1 misses (memory-level parallelism),
@@ -58,7 +59,22 @@
  *     guest-physical address = file offset, so -m must stay below the PCI
  *     hole).  rob=0 (default): every L1 miss costs its level's latency
  *     (additive).  Index-linked structures (next = an array index) look
- *     independent; a 32-bit pointer (a 4-byte load) is seen.
+ *     independent; a 32-bit pointer (a 4-byte load) is seen.  The model is
+ *     plugin/timing.h.
+ *   grid_cpi=A:B.. grid_rob=W1:W2.. grid_mshr=M1:M2.. (with rob=, at most 64
+ *     points): every combination is a further timing model fed with the same
+ *     accesses (the caches do not depend on time), inside measured regions
+ *     only (tag != 0: outside, their misses are not tracked, so a region
+ *     starts without the ones still in flight); dumps add gK_u_cycles=,
+ *     the config line gK=cpi:rob:mshr.  For fitting the timing in one
+ *     guest run (run.sh calibrate).
+ *   pf=D pf_streams=16 pf_xlat=16: a stride prefetcher per vCPU
+ *     (plugin/prefetch.h), D lines ahead (0 = off, the default): trained on
+ *     the L1 misses' virtual lines, it fills the L2 and the LLC (not the
+ *     L1) at once, counted (pf=, pfm= of them missed the LLC), not charged;
+ *     a prefetched line costs what its level costs when it is used.
+ *     pf_xlat: 2^N pages of translations it may prefetch into (0: none,
+ *     prefetches stop at the 4 KiB page).
  *   sync=Q (cycles, 0 = off): modeled-time synchronisation - a vCPU whose
  *     modeled clock is more than Q cycles ahead of another running vCPU's
  *     waits (sched_yield) until that one catches up, at most 50 ms per wait
@@ -81,6 +97,8 @@
 #include <qemu-plugin.h>
 
 #include "cachemodel.h"
+#include "prefetch.h"
+#include "timing.h"
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
@@ -95,9 +113,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define MAX_TAGS	4096
 #define NLOCKS		1024
 #define KERNEL_VADDR	0xffff800000000000ull
-#define MAX_MSHR	64
+#define MAX_MSHR	TM_MAX_MSHR
+#define MAX_GRID	64
 
-enum { F_INSNS, F_ACC, F_L1M, F_L2M, F_LLCM, F_SEQM, F_OVLM, F_STALL, NF };
+enum { F_INSNS, F_ACC, F_L1M, F_L2M, F_LLCM, F_SEQM, F_OVLM, F_STALL, F_PF, F_PFM, NF };
 enum { M_USER, M_KERNEL, NM };
 
 struct vcpu {
@@ -111,12 +130,13 @@ struct vcpu {
 	uint64_t miss_line[4];		/* recent LLC-missed lines */
 	unsigned miss_pos;
 	uint64_t icount;		/* instructions executed */
-	struct miss {			/* outstanding LLC misses (rob=) */
-		uint64_t icount;	/* of the access */
-		uint64_t done;		/* modeled centicycles it completes at */
-		uint64_t val;		/* the value a load read */
-	} out[MAX_MSHR];
-	unsigned int out_n;
+	struct tm_core tm;		/* outstanding L1 misses (rob=) */
+	struct pf pf;			/* stride prefetcher (pf=) */
+	struct shadow {			/* the timings of grid= */
+		struct tm_core tm;
+		uint64_t extra;		/* centicycles: its clock less icount x its CPI */
+	} *grid;
+	uint64_t *gstall;		/* [MAX_TAGS][ngrid]: user-mode stall */
 	uint64_t waits, wait_timeouts;
 	struct cm_cache *llc;		/* its domain's LLC */
 	uint64_t ways;			/* LLC ways it may fill (CMD_WAYS) */
@@ -134,6 +154,7 @@ static struct {
 	uint64_t sync;			/* quantum, centicycles; 0 = off */
 	uint64_t rob;			/* instruction window; 0 = no overlap */
 	unsigned mshr;			/* outstanding misses */
+	unsigned int pf, pf_streams, pf_xlat;	/* prefetch distance (lines), table, 2^ pages */
 	char *out, *ram;
 } cfg = {
 	.l1 = 32 << 10, .l2 = 256 << 10, .llc = 2 << 20,
@@ -141,7 +162,14 @@ static struct {
 	.repl = CM_LRU, .seed = 1, .tagged = false,
 	.cpi = 1.0, .lat_l2 = 12, .lat_llc = 40, .lat_mem = 200, .lat_seq = -1,
 	.mshr = 10, .llc_domains = 1,
+	.pf = 0, .pf_streams = 16, .pf_xlat = 16,
 };
+/* grid=: the cartesian product of grid_cpi x grid_rob x grid_mshr, each a
+ * timing evaluated beside the main one on the same accesses */
+static struct gridpt { double cpi; uint64_t c_cpi, rob; unsigned int mshr; } gridpts[MAX_GRID];
+static unsigned int ngrid;
+static double grid_cpi[8], grid_rob[8], grid_mshr[8];
+static unsigned int ngrid_cpi, ngrid_rob, ngrid_mshr;
 /* integer centicycle versions for the clocks */
 static uint64_t c_cpi, c_l2, c_llc, c_mem, c_seq;
 
@@ -180,51 +208,10 @@ static uint64_t ram_value(uint64_t pa, unsigned int shift)
 	return val;
 }
 
-/*
- * Memory-level parallelism (cfg.rob, the model in the header comment): the
- * stall, in centicycles, an L1 miss served after lat centicycles causes; it
- * joins the outstanding ones.
- */
-static uint64_t miss_stall(struct vcpu *v, uint64_t vaddr, uint64_t pa, qemu_plugin_meminfo_t info,
-			   uint64_t lat)
+/* The value an access read, for the overlap model: 0 for a store. */
+static uint64_t loaded(uint64_t pa, qemu_plugin_meminfo_t info)
 {
-	uint64_t val = qemu_plugin_mem_is_store(info) ? 0 :
-		       ram_value(pa, qemu_plugin_mem_size_shift(info));
-	uint64_t t = v->clock, issue;
-	unsigned int i;
-
-	for (;;) {
-		unsigned int oldest = 0, first = 0;
-
-		for (i = 0; i < v->out_n;)	/* completed by t: gone */
-			if (v->out[i].done <= t)
-				v->out[i] = v->out[--v->out_n];
-			else
-				i++;
-		if (v->out_n == 0)
-			break;
-		for (i = 1; i < v->out_n; i++) {
-			if (v->out[i].icount < v->out[oldest].icount)
-				oldest = i;
-			if (v->out[i].done < v->out[first].done)
-				first = i;
-		}
-		if (v->icount - v->out[oldest].icount >= cfg.rob)
-			t = v->out[oldest].done;	/* reorder buffer full */
-		else if (v->out_n >= cfg.mshr)
-			t = v->out[first].done;		/* no free miss handler */
-		else
-			break;
-	}
-	issue = t;
-	for (i = 0; i < v->out_n; i++)		/* follows a pointer in flight */
-		if (v->out[i].val && vaddr - v->out[i].val < 64 && v->out[i].done > issue)
-			issue = v->out[i].done;
-	v->out[v->out_n].icount = v->icount;
-	v->out[v->out_n].done = issue + lat;
-	v->out[v->out_n].val = val;
-	v->out_n++;
-	return t - v->clock;
+	return qemu_plugin_mem_is_store(info) ? 0 : ram_value(pa, qemu_plugin_mem_size_shift(info));
 }
 
 /*
@@ -233,14 +220,62 @@ static uint64_t miss_stall(struct vcpu *v, uint64_t vaddr, uint64_t pa, qemu_plu
  * says; returns what was charged.
  */
 static uint64_t charge(struct vcpu *v, uint64_t *s, uint64_t vaddr, uint64_t pa,
-		       qemu_plugin_meminfo_t info, uint64_t lat)
+		       qemu_plugin_meminfo_t info, uint64_t lat, uintptr_t mode)
 {
+	uint64_t val = cfg.rob ? loaded(pa, info) : 0;
+	unsigned int k;
+
+	/* the grid's timings run in measured regions only (they are many) */
+	for (k = 0; v->tag && k < ngrid; k++) {
+		struct shadow *g = &v->grid[k];
+		uint64_t st = tm_stall(&g->tm, v->icount * gridpts[k].c_cpi + g->extra, v->icount,
+				       vaddr, val, lat);
+
+		g->extra += st;
+		if (mode == M_USER)
+			v->gstall[(size_t)v->tag * ngrid + k] += st;
+	}
 	if (cfg.rob) {
-		lat = miss_stall(v, vaddr, pa, info, lat);
+		lat = tm_stall(&v->tm, v->clock, v->icount, vaddr, val, lat);
 		s[F_STALL] += lat;
 	}
 	__atomic_store_n(&v->clock, v->clock + lat, __ATOMIC_RELAXED);
 	return lat;
+}
+
+/* Additive time (a prefetched stream's lat_seq) on every clock. */
+static void charge_additive(struct vcpu *v, uint64_t lat)
+{
+	unsigned int k;
+
+	for (k = 0; k < ngrid; k++)
+		v->grid[k].extra += lat;
+	__atomic_store_n(&v->clock, v->clock + lat, __ATOMIC_RELAXED);
+}
+
+/* The lines the prefetcher asks for go into the L2 and the LLC (not the
+ * L1), in no time: counted, not charged. */
+static void prefetch(struct vcpu *v, uint64_t *s, uint64_t vaddr, uint64_t pa)
+{
+	uint64_t t[PF_MAX_DIST];
+	unsigned int i, n = pf_miss(&v->pf, vaddr, pa, t);
+
+	for (i = 0; i < n; i++) {
+		uint32_t set;
+		int hit;
+
+		if (cfg.l2) {
+			if (cm_probe(&v->l2, t[i]))
+				continue;
+			cm_access(&v->l2, t[i], &v->rng);
+		}
+		s[F_PF]++;
+		set = cm_set_of(v->llc, t[i]);
+		lock_set(set);
+		hit = cm_access_ways(v->llc, t[i], &v->rng, v->ways);
+		unlock_set(set);
+		s[F_PFM] += !hit;
+	}
 }
 
 static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
@@ -272,11 +307,17 @@ static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
 	}
 	s = v->stats[v->tag][(uintptr_t)ud];
 	s[F_ACC]++;
+	/* user pages only: the kernel's direct map (page zeroing at every
+	 * fault) would push a stream's translations out of the table */
+	if (cfg.pf && (uintptr_t)ud == M_USER)
+		pf_seen(&v->pf, vaddr, pa);
 	if (cm_access(&v->l1, pa, &v->rng))
 		return;
 	s[F_L1M]++;
 	if (cfg.l2 && cm_access(&v->l2, pa, &v->rng)) {
-		charge(v, s, vaddr, pa, info, c_l2);
+		charge(v, s, vaddr, pa, info, c_l2, (uintptr_t)ud);
+		if (cfg.pf)
+			prefetch(v, s, vaddr, pa);
 		return;
 	}
 	s[F_L2M]++;
@@ -285,7 +326,9 @@ static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
 	hit = cm_access_ways(v->llc, pa, &v->rng, v->ways);
 	unlock_set(set);
 	if (hit) {
-		charge(v, s, vaddr, pa, info, c_llc);
+		charge(v, s, vaddr, pa, info, c_llc, (uintptr_t)ud);
+		if (cfg.pf)
+			prefetch(v, s, vaddr, pa);
 		return;
 	}
 	s[F_LLCM]++;
@@ -297,11 +340,13 @@ static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
 		v->miss_line[v->miss_pos++ & 3] = line;
 		if (seqm) {
 			s[F_SEQM]++;
-			__atomic_store_n(&v->clock, v->clock + c_seq, __ATOMIC_RELAXED);
+			charge_additive(v, c_seq);
 		} else {
-			s[F_OVLM] += cfg.rob && charge(v, s, vaddr, pa, info, c_mem) == 0;
+			s[F_OVLM] += cfg.rob && charge(v, s, vaddr, pa, info, c_mem, (uintptr_t)ud) == 0;
 		}
 	}
+	if (cfg.pf)
+		prefetch(v, s, vaddr, pa);
 }
 
 /* Lowest clock of the other running vCPUs, UINT64_MAX if none. */
@@ -352,6 +397,7 @@ static void vcpu_tb_exec(unsigned int idx, void *ud)
 {
 	uintptr_t d = (uintptr_t)ud;
 	struct vcpu *v;
+	unsigned int k;
 
 	if (idx >= (unsigned int)nvcpus)
 		return;
@@ -361,8 +407,11 @@ static void vcpu_tb_exec(unsigned int idx, void *ud)
 	if (__atomic_load_n(&v->idle, __ATOMIC_RELAXED)) {
 		/* woke up: time went on while halted */
 		uint64_t m = min_other_clock(idx);
-		if (m != UINT64_MAX && m > v->clock)
+		if (m != UINT64_MAX && m > v->clock) {
+			for (k = 0; k < ngrid; k++)
+				v->grid[k].extra += m - v->clock;
 			__atomic_store_n(&v->clock, m, __ATOMIC_RELAXED);
+		}
 		__atomic_store_n(&v->idle, 0, __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(&v->clock, v->clock + (d & 0x7fffffff) * c_cpi, __ATOMIC_RELAXED);
@@ -381,9 +430,10 @@ static double cycles_of(const uint64_t *f)
 
 static void dump_tag(unsigned int ender, uint32_t tag)
 {
-	uint64_t sum[NM][NF] = { { 0 } };
+	uint64_t sum[NM][NF] = { { 0 } }, gsum[MAX_GRID] = { 0 };
 	char per[256];
 	size_t n = 0;
+	unsigned int k;
 	int i, m, f;
 
 	per[0] = 0;
@@ -394,6 +444,8 @@ static void dump_tag(unsigned int ender, uint32_t tag)
 				sum[m][f] += vcpus[i].stats[tag][m][f];
 			acc += vcpus[i].stats[tag][m][F_ACC];
 		}
+		for (k = 0; k < ngrid; k++)
+			gsum[k] += vcpus[i].gstall[(size_t)tag * ngrid + k];
 		if (n < sizeof(per) - 32)
 			n += snprintf(per + n, sizeof(per) - n, "%s%" PRIu64, i ? "/" : "", acc);
 	}
@@ -403,11 +455,15 @@ static void dump_tag(unsigned int ender, uint32_t tag)
 		const char *p = m == M_USER ? "u" : "k";
 		fprintf(out, " %s_insns=%" PRIu64 " %s_acc=%" PRIu64 " %s_l1m=%" PRIu64
 			" %s_l2m=%" PRIu64 " %s_llcm=%" PRIu64 " %s_seqm=%" PRIu64 " %s_ovlm=%" PRIu64
-			" %s_stall=%" PRIu64 " %s_cycles=%.0f",
+			" %s_stall=%" PRIu64 " %s_cycles=%.0f %s_pf=%" PRIu64 " %s_pfm=%" PRIu64,
 			p, sum[m][F_INSNS], p, sum[m][F_ACC], p, sum[m][F_L1M],
 			p, sum[m][F_L2M], p, sum[m][F_LLCM], p, sum[m][F_SEQM], p, sum[m][F_OVLM],
-			p, sum[m][F_STALL] / 100, p, cycles_of(sum[m]));
+			p, sum[m][F_STALL] / 100, p, cycles_of(sum[m]), p, sum[m][F_PF], p, sum[m][F_PFM]);
 	}
+	/* each grid timing's user-mode cycles: its stalls, its CPI */
+	for (k = 0; k < ngrid; k++)
+		fprintf(out, " g%u_u_cycles=%.0f", k, sum[M_USER][F_INSNS] * gridpts[k].cpi +
+			(double)gsum[k] / 100 + (double)sum[M_USER][F_SEQM] * cfg.lat_seq);
 	fprintf(out, " acc_by_vcpu=%s\n", per);
 	fflush(out);
 	pthread_mutex_unlock(&out_lock);
@@ -427,8 +483,11 @@ static void vcpu_magic(unsigned int idx, void *ud)
 	case CMD_BEGIN:
 		if (arg >= MAX_TAGS)
 			break;
-		for (i = 0; i < nvcpus; i++)
+		for (i = 0; i < nvcpus; i++) {
 			memset(vcpus[i].stats[arg], 0, sizeof(vcpus[i].stats[arg]));
+			if (ngrid)
+				memset(vcpus[i].gstall + (size_t)arg * ngrid, 0, ngrid * sizeof(uint64_t));
+		}
 		v->tag = arg;
 		break;
 	case CMD_END:
@@ -511,6 +570,22 @@ static void plugin_exit(qemu_plugin_id_t id, void *p)
 		fclose(out);
 }
 
+/* "0.3:0.4:0.5" -> up to 8 positive numbers */
+static int parse_list(const char *val, double *v, unsigned int *n)
+{
+	char *end;
+
+	for (*n = 0; *n < 8; val = end + 1) {
+		v[*n] = strtod(val, &end);
+		if (end == val || v[*n] <= 0)
+			return -1;
+		(*n)++;
+		if (*end != ':')
+			return *end ? -1 : 0;
+	}
+	return -1;
+}
+
 static int parse_arg(const char *a)
 {
 	const char *eq = strchr(a, '=');
@@ -586,6 +661,19 @@ static int parse_arg(const char *a)
 	}
 	if (!strcmp(key, "mshr"))
 		return (cfg.mshr = (unsigned int)atoi(val)) >= 1 && cfg.mshr <= MAX_MSHR ? 0 : -1;
+	if (!strcmp(key, "pf"))
+		return (cfg.pf = (unsigned int)atoi(val)) <= PF_MAX_DIST ? 0 : -1;
+	if (!strcmp(key, "pf_streams"))
+		return (cfg.pf_streams = (unsigned int)atoi(val)) >= 1 &&
+			cfg.pf_streams <= PF_MAX_STREAMS ? 0 : -1;
+	if (!strcmp(key, "pf_xlat"))
+		return (cfg.pf_xlat = (unsigned int)atoi(val)) <= 24 ? 0 : -1;
+	if (!strcmp(key, "grid_cpi"))
+		return parse_list(val, grid_cpi, &ngrid_cpi);
+	if (!strcmp(key, "grid_rob"))
+		return parse_list(val, grid_rob, &ngrid_rob);
+	if (!strcmp(key, "grid_mshr"))
+		return parse_list(val, grid_mshr, &ngrid_mshr);
 	if (!strcmp(key, "ram")) {
 		cfg.ram = strdup(val);
 		return 0;
@@ -646,6 +734,30 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 	c_llc = (uint64_t)(cfg.lat_llc * 100 + 0.5);
 	c_mem = (uint64_t)(cfg.lat_mem * 100 + 0.5);
 	c_seq = (uint64_t)(cfg.lat_seq * 100 + 0.5);
+	if (ngrid_cpi || ngrid_rob || ngrid_mshr) {
+		unsigned int a, b, c;
+
+		if (!cfg.rob || !ngrid_cpi || !ngrid_rob || !ngrid_mshr ||
+		    ngrid_cpi * ngrid_rob * ngrid_mshr > MAX_GRID) {
+			fprintf(stderr, "llcsim: grid_cpi, grid_rob, grid_mshr go together, with rob=, at most %d points\n",
+				MAX_GRID);
+			return -1;
+		}
+		for (a = 0; a < ngrid_cpi; a++)
+			for (b = 0; b < ngrid_rob; b++)
+				for (c = 0; c < ngrid_mshr; c++) {
+					struct gridpt *g = &gridpts[ngrid++];
+
+					g->cpi = grid_cpi[a];
+					g->c_cpi = (uint64_t)(g->cpi * 100 + 0.5);
+					g->rob = (uint64_t)grid_rob[b];
+					g->mshr = (unsigned int)grid_mshr[c];
+					if (g->mshr > MAX_MSHR) {
+						fprintf(stderr, "llcsim: grid_mshr above %d\n", MAX_MSHR);
+						return -1;
+					}
+				}
+	}
 	if (cfg.llc_ways > 16) {
 		/* CMD_WAYS carries a 16-bit mask */
 		fprintf(stderr, "llcsim: llc_ways above 16\n");
@@ -680,6 +792,24 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 		v->idle = 1;	/* until it executes its first TB */
 		if (!v->stats)
 			return -1;
+		v->tm.rob = cfg.rob;
+		v->tm.mshr = cfg.mshr;
+		if (cfg.pf && pf_init(&v->pf, cfg.pf, cfg.pf_streams, cfg.pf_xlat)) {
+			fprintf(stderr, "llcsim: bad prefetcher configuration\n");
+			return -1;
+		}
+		if (ngrid) {
+			unsigned int k;
+
+			v->grid = calloc(ngrid, sizeof(*v->grid));
+			v->gstall = calloc((size_t)MAX_TAGS * ngrid, sizeof(*v->gstall));
+			if (!v->grid || !v->gstall)
+				return -1;
+			for (k = 0; k < ngrid; k++) {
+				v->grid[k].tm.rob = gridpts[k].rob;
+				v->grid[k].tm.mshr = gridpts[k].mshr;
+			}
+		}
 	}
 	out = stderr;
 	if (cfg.out && !(out = fopen(cfg.out, "w"))) {
@@ -689,12 +819,15 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 	fprintf(out, "config l1=%" PRIu64 "/%u l2=%" PRIu64 "/%u llc=%" PRIu64 "/%u"
 		" line=%u llc_sets=%u colors=%" PRIu64 " repl=%s sim=%s vcpus=%d"
 		" cpi=%g lat_l2=%g lat_llc=%g lat_mem=%g lat_seq=%g sync=%" PRIu64
-		" rob=%" PRIu64 " mshr=%u ram_mib=%" PRIu64 " llc_domains=%u\n",
+		" rob=%" PRIu64 " mshr=%u ram_mib=%" PRIu64 " llc_domains=%u pf=%u pf_streams=%u pf_xlat=%u",
 		cfg.l1, cfg.l1_ways, cfg.l2, cfg.l2_ways, cfg.llc, cfg.llc_ways,
 		cfg.line, llcs[0].sets, cfg.llc / ((uint64_t)cfg.llc_ways * 4096),
 		cfg.repl == CM_LRU ? "lru" : "random", cfg.tagged ? "tagged" : "always",
 		nvcpus, cfg.cpi, cfg.lat_l2, cfg.lat_llc, cfg.lat_mem, cfg.lat_seq, cfg.sync / 100,
-		cfg.rob, cfg.mshr, ram_size >> 20, cfg.llc_domains);
+		cfg.rob, cfg.mshr, ram_size >> 20, cfg.llc_domains, cfg.pf, cfg.pf_streams, cfg.pf_xlat);
+	for (i = 0; i < (int)ngrid; i++)
+		fprintf(out, " g%d=%g:%" PRIu64 ":%u", i, gridpts[i].cpi, gridpts[i].rob, gridpts[i].mshr);
+	fprintf(out, "\n");
 	fflush(out);
 	qemu_plugin_register_vcpu_tb_trans_cb(id, vcpu_tb_trans);
 	qemu_plugin_register_vcpu_idle_cb(id, vcpu_idle);

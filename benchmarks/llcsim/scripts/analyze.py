@@ -91,6 +91,7 @@ def metrics(d, tag):
     m['ovlm'] = x.get('u_ovlm', 0)      # misses that stalled nothing (rob=)
     m['stall'] = x.get('u_stall', 0)    # cycles the misses stalled (rob=)
     m['seqm'] = x.get('u_seqm', 0)
+    m['pf'] = x.get('u_pf', 0)          # lines the prefetcher filled (pf=)
     run = d['runs'].get(tag, {})
     m['units'] = int(run.get('units', 0) or 0)
     m['spec'] = run.get('spec', '?')
@@ -140,9 +141,14 @@ def machine(args, d):
         f', {c.get("line")} B lines, {c.get("llc_sets")} sets, {c.get("colors")} colours, '
         f'replacement {c.get("repl")}, simulation {c.get("sim")}.',
         f'- Timing model: cycles = insns x {c.get("cpi")} + L2 hits x {c.get("lat_l2")} + LLC hits x '
-        f'{c.get("lat_llc")} + LLC misses x {c.get("lat_mem")}, except LLC misses to the line after one of the '
-        f'vCPU\'s 4 most recent LLC-missed lines (a stream a prefetcher covers): x {c.get("lat_seq")} '
-        f'(user-mode counts of the measured region).' + (
+        f'{c.get("lat_llc")} + LLC misses x {c.get("lat_mem")}' + (
+            f', except LLC misses to the line after one of the vCPU\'s 4 most recent LLC-missed lines (a stream '
+            f'a prefetcher covers): x {c.get("lat_seq")}' if c.get('lat_seq') != c.get('lat_mem') else
+            ', no next-line discount (lat_seq = lat_mem)') +
+        ' (user-mode counts of the measured region).' + (
+            f' Stride prefetcher on: {c.get("pf")} lines ahead into the L2 and the LLC, trained on the L1 '
+            f'misses\' virtual lines, into pages among the 2^{c.get("pf_xlat")} it knows the frames of '
+            f'([llcsim-calibration](llcsim-calibration.md)).' if int(c.get('pf', 0) or 0) else '') + (
             f' Miss overlap on: L1 misses stay outstanding for their level\'s latency, a miss following a pointer an '
             f'outstanding one loaded issues when that one completes, and the vCPU stalls only with '
             f'{c.get("mshr")} misses outstanding or the oldest {c.get("rob")} instructions behind '
@@ -573,6 +579,23 @@ def table2(args, d):
     return 0 if ok else 1
 
 
+MLP_LOOPS = ((400, 'chase'), (401, 'rand'), (402, 'stream'), (403, 'hash'))
+
+
+def calibration_errors(per_unit, native):
+    """kind -> (simulated ratio, native median ratio, error): how many times
+    cheaper a load of the loop is than a chase load, in modeled cycles per
+    unit (per_unit: kind -> cycles) against the committed native ratios
+    (calibration/native-mlp.json); error = simulated / native - 1."""
+    out = {}
+    for kind in ('rand', 'stream', 'hash'):
+        if kind in per_unit and per_unit.get('chase'):
+            sim = per_unit['chase'] / per_unit[kind]
+            nat = native['ratio'][kind]['median']
+            out[kind] = (sim, nat, sim / nat - 1)
+    return out
+
+
 def mlp(args, d):
     """The miss-overlap model: known answers in the simulator, and the cost
     of a load relative to a pointer chase's, simulated against native."""
@@ -580,7 +603,7 @@ def mlp(args, d):
     c = d['config']
     lat_mem = float(c.get('lat_mem', 200))
     sim = {}
-    for tag, kind in ((400, 'chase'), (401, 'rand'), (402, 'stream'), (403, 'hash')):
+    for tag, kind in MLP_LOOPS:
         m = metrics(d, tag)
         if m:
             units = max(m['units'], 1)
@@ -617,6 +640,16 @@ def mlp(args, d):
               f'random loads: independent misses overlap, so a load costs max(its {insns:.1f} instruction '
               f'cycles, lat_mem / mshr = {lat_mem / mshr:.1f}) = {expect:.1f} cycles, within 20% '
               f'({ra["per_load"]:.1f})')
+    cal = None
+    if args.calibration:
+        with open(args.calibration) as f:
+            cal = json.load(f)
+        errs = calibration_errors({k: m['per_load'] for k, m in sim.items()}, cal)
+        check(len(errs) == 3, f'{len(errs)} of 3 loops compared with the committed native ratios')
+        for kind, (s_r, n_r, err) in errs.items():
+            check(abs(err) <= args.tolerance,
+                  f'calibration: a {kind} load {s_r:.2f}x cheaper than a chase load, natively {n_r:.2f}x '
+                  f'({100 * err:+.0f}%, limit {100 * args.tolerance:.0f}%)')
     native = None
     if args.native:
         with open(args.native) as f:
@@ -644,11 +677,23 @@ def mlp(args, d):
         L.append(f'- {"PASS" if ok else "FAIL"}: {what}')
     L += ['', '## Simulated', '',
           '| loop | loads | LLC miss rate | LLC misses | misses without a stall | stream-discounted | '
-          'stall per L1 miss (cycles) | cycles per load (overlap model) | cycles per load (additive) |',
-          '| --- | --- | --- | --- | --- | --- | --- | --- | --- |']
+          'lines prefetched | stall per L1 miss (cycles) | cycles per load (overlap model) | '
+          'cycles per load (additive) |',
+          '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']
     for kind, m in sim.items():
         L.append(f'| {kind} (`{m["spec"]}`) | {m["units"]} | {m["llc_mr"]:.3f} | {m["llcm"]} | {m["ovlm"]} | '
-                 f'{m["seqm"]} | {m["stall_per_miss"]:.1f} | {m["per_load"]:.1f} | {m["per_load_additive"]:.1f} |')
+                 f'{m["seqm"]} | {m["pf"]} | {m["stall_per_miss"]:.1f} | {m["per_load"]:.1f} | '
+                 f'{m["per_load_additive"]:.1f} |')
+    if cal:
+        L += ['', '## Against the committed native ratios', '',
+              f'How many times cheaper a load is than a chase load: simulated (overlap model) against the '
+              f'native medians the timing was fitted to (`benchmarks/llcsim/calibration/native-mlp.json`: '
+              f'{cal["date"]}, {cal["rounds"]} rounds, `{cal["command"]}`).', '',
+              '| loop | native, median (min-max) | simulated | error | within |', '| --- | --- | --- | --- | --- |']
+        for kind, (s_r, n_r, err) in errs.items():
+            r = cal['ratio'][kind]
+            L.append(f'| {kind} | {n_r:.2f}x ({r["min"]:.2f}-{r["max"]:.2f}) | {s_r:.2f}x | {100 * err:+.0f}% | '
+                     f'{"PASS" if abs(err) <= args.tolerance else "FAIL"} ({100 * args.tolerance:.0f}%) |')
     rows = []
     if native:
         nl = native['ns_per_load']
@@ -921,7 +966,8 @@ def pgfig6(args, d):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('mode', choices=['validate', 'domains', 'mlp', 'table2', 'pgfig2', 'pgfig6', 'pgcompare'])
+    ap.add_argument('mode', choices=['validate', 'domains', 'mlp', 'table2', 'pgfig2', 'pgfig6', 'pgcompare',
+                                     'pgvalidate'])
     ap.add_argument('--serial', required=True)
     ap.add_argument('--sim', required=True)
     ap.add_argument('--boot-rc', type=int, default=0)
@@ -934,11 +980,20 @@ def main():
     ap.add_argument('--cmd', default='')
     ap.add_argument('--tpch', default='?')
     ap.add_argument('--native', help='mlp: the JSON of python -m mccdb_bench.llcsim_native')
+    ap.add_argument('--calibration', help='mlp: the committed native ratios (calibration/native-mlp.json) '
+                    'the simulated ones must match within --tolerance')
+    ap.add_argument('--tolerance', type=float, default=0.15)
+    ap.add_argument('--native-study', help='pgvalidate: calibration/native-study-stream.json')
+    ap.add_argument('--sizes', help='pgvalidate: the native table sizes (MB), comma separated')
+    ap.add_argument('--scale', default='4', help='pgvalidate: native sizes and LLC over the simulated ones')
     args = ap.parse_args()
     d = load(args.serial, args.sim)
     if args.mode == 'pgcompare':
         from compare import pgcompare   # its own file; it imports helpers from here
         sys.exit(pgcompare(args, d))
+    if args.mode == 'pgvalidate':
+        from validate_pg import pgvalidate   # the same
+        sys.exit(pgvalidate(args, d))
     sys.exit({'validate': validate, 'domains': domains, 'mlp': mlp, 'table2': table2, 'pgfig2': pgfig2,
               'pgfig6': pgfig6}[args.mode](args, d))
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "../plugin/cachemodel.h"
+#include "loops.h"
 
 static int ntest, nfail;
 
@@ -303,7 +304,7 @@ int main(void)
 	/* 19: disjoint masks isolate (CAT), the same mask does not */
 	{
 		uint64_t a, hits2 = 0, lines = (512 << 10) / 64;
-		double iso, shared;
+		double iso = 0, shared = 0;
 
 		for (int k = 0; k < 2; k++) {
 			uint64_t stream_ways = k ? 0x00ff : 0xff00;
@@ -348,6 +349,104 @@ int main(void)
 		}
 		ok(mism == 0, "%g mismatches (%g)", "LRU with random way masks agrees with the reference", mism, 0);
 		cm_free(&c);
+	}
+
+	/*
+	 * 22-31: the stride prefetcher (prefetch.h) and the miss-overlap
+	 * timing (timing.h) on a test core (core.h) running the guest's mlp
+	 * loops over 16 MiB (8x the LLC) on scattered 4 KiB frames.
+	 */
+	{
+		struct core k;
+		uint64_t lines = 16 << 14, pages = (16 << 8) + 4096 + 512;
+		double cov, t;
+
+		/* 22: a stream is covered: after 3 misses every L1 miss hits a
+		 * prefetched L2 line, across pages (the frames are known) */
+		core_init(&k, pages, 8, 16, 0, 1, 1.0);
+		loop_stream(&k, lines, 200000, 1);
+		cov = 1 - (double)k.mem / (double)k.l1m;
+		ok(cov > 0.999 && k.pf_fill > 190000, "%.4f of L1 misses from the L2, %g lines prefetched",
+		   "prefetcher: a sequential stream is covered, across 4 KiB pages", cov, (double)k.pf_fill);
+		core_free(&k);
+
+		/* 23: without translations it stops at each page: one miss in 64 */
+		core_init(&k, pages, 8, 0, 0, 1, 1.0);
+		loop_stream(&k, lines, 200000, 1);
+		t = (double)k.mem / (double)k.l1m;
+		ok(t > 0.9 / 64 && t < 1.1 / 64, "%.4f of L1 misses to memory, 1/64 = %.4f",
+		   "prefetcher with pf_xlat=0: a stream misses once per 4 KiB page", t, 1.0 / 64);
+		core_free(&k);
+
+		/* 24: strides of 2 lines, and downwards */
+		core_init(&k, pages, 8, 16, 0, 1, 1.0);
+		loop_stream(&k, lines, 100000, 2);
+		cov = 1 - (double)k.mem / (double)k.l1m;
+		core_free(&k);
+		core_init(&k, pages, 8, 16, 0, 1, 1.0);
+		loop_stream(&k, lines, 100000, -1);
+		t = 1 - (double)k.mem / (double)k.l1m;
+		ok(cov > 0.999 && t > 0.999, "stride 2: %.4f, stride -1: %.4f covered",
+		   "prefetcher: a stride of 128 B and a descending stream are covered", cov, t);
+		core_free(&k);
+
+		/* 25: off (pf=0): the stream misses every line */
+		core_init(&k, pages, 0, 16, 0, 1, 1.0);
+		loop_stream(&k, lines, 100000, 1);
+		ok(k.mem == k.l1m && k.pf_fill == 0, "%g of %g L1 misses to memory",
+		   "prefetcher off: nothing prefetched", (double)k.mem, (double)k.l1m);
+		core_free(&k);
+
+		/* 26: random loads are not covered (nothing prefetched) */
+		core_init(&k, pages, 8, 16, 0, 1, 1.0);
+		loop_rand(&k, lines, 200000);
+		t = (double)k.pf_fill / (double)k.l1m;
+		ok(t < 0.001, "%.5f lines prefetched per L1 miss (%g)", "prefetcher: random loads are not covered", t, 0);
+		core_free(&k);
+
+		/* 27: nor is a pointer chase */
+		core_init(&k, pages, 8, 16, 0, 1, 1.0);
+		loop_chase(&k, lines, 200000);
+		t = (double)k.pf_fill / (double)k.l1m;
+		ok(t < 0.001 && k.mem > 0.95 * k.l1m, "%.5f lines prefetched per L1 miss, %.3f to memory",
+		   "prefetcher: a random pointer chase is not covered", t, (double)k.mem / (double)k.l1m);
+		core_free(&k);
+
+		/* 28: the overlap model: each chase load waits for the one before */
+		core_init(&k, pages, 8, 16, 320, 24, 0.4);
+		t = loop_chase(&k, lines, 100000);
+		ok(t > 0.97 * 200 && t < 200 + 4 * 0.4 + 1, "%.1f cycles per load, lat_mem + 4 x 0.4 = %.1f",
+		   "timing: a pointer chase pays the full memory latency per load", t, 200 + 1.6);
+		core_free(&k);
+
+		/* 29: independent random misses: lat_mem x miss rate / mshr (Little) */
+		core_init(&k, pages, 8, 16, 320, 13, 0.4);
+		t = loop_rand(&k, lines, 100000);
+		{
+			double occ = ((double)k.mem * 200 + (double)k.llch * 40 + (double)k.l2h * 12) / 100000 / 13;
+
+			ok(t > 0.95 * occ && t < 1.05 * occ, "%.2f cycles per load, occupancy / mshr = %.2f",
+			   "timing: random misses overlap mshr at a time", t, occ);
+		}
+		core_free(&k);
+
+		/* 30: a prefetched stream costs its instructions */
+		core_init(&k, pages, 8, 16, 320, 13, 0.4);
+		t = loop_stream(&k, lines, 100000, 1);
+		ok(t > 7 * 0.4 - 0.01 && t < 7 * 0.4 * 1.05, "%.3f cycles per line, 7 x 0.4 = %.2f",
+		   "timing: a prefetched stream costs its instructions (L2 hits overlap)", t, 2.8);
+		core_free(&k);
+
+		/* 31: additive timing (rob=0): a random load costs its level */
+		core_init(&k, pages, 0, 0, 0, 1, 1.0);
+		t = loop_rand(&k, lines, 100000);
+		{
+			double add = 11 + ((double)k.mem * 200 + (double)k.llch * 40 + (double)k.l2h * 12) / 100000;
+
+			ok(t > add - 0.01 && t < add + 0.01, "%.2f cycles per load, expected %.2f",
+			   "timing: additive (rob=0) charges every miss its full latency", t, add);
+		}
+		core_free(&k);
 	}
 
 	printf("# %d/%d passed\n", ntest - nfail, ntest);

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * core.h - one simulated core for host tests: the plugin's L1/L2/LLC
+ * (cachemodel.h), stride prefetcher (prefetch.h) and miss-overlap timing
+ * (timing.h) wired as plugin/llcsim.c wires them, fed with synthetic
+ * accesses.  Virtual pages map to scattered 4 KiB frames, as a guest's do.
+ */
+#ifndef LLCSIM_TEST_CORE_H
+#define LLCSIM_TEST_CORE_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "../plugin/cachemodel.h"
+#include "../plugin/prefetch.h"
+#include "../plugin/timing.h"
+
+struct core {
+	struct cm_cache l1, l2, llc;
+	struct pf pf;
+	struct tm_core tm;
+	uint64_t rng, clock, icount;	/* clock: centicycles */
+	uint64_t c_cpi, c_l2, c_llc, c_mem;
+	uint64_t l1m, l2h, llch, mem, pf_fill;
+	uint64_t *frame;		/* virtual page -> frame */
+	uint64_t npages;
+};
+
+/* A core with the plugin's default geometry; pages: virtual pages mapped
+ * (to distinct random frames below 4 GiB). rob = 0: additive timing. */
+static inline int core_init(struct core *c, uint64_t npages, unsigned int pf, unsigned int xbits,
+			    uint64_t rob, unsigned int mshr, double cpi)
+{
+	uint64_t i, nframes = 1 << 20, *pool;
+
+	memset(c, 0, sizeof(*c));
+	if (cm_init(&c->l1, 32 << 10, 8, 64, CM_LRU) || cm_init(&c->l2, 256 << 10, 8, 64, CM_LRU) ||
+	    cm_init(&c->llc, 2 << 20, 16, 64, CM_LRU) || pf_init(&c->pf, pf, 16, xbits))
+		return -1;
+	c->rng = 88172645463325252ULL;
+	c->tm.rob = rob;
+	c->tm.mshr = mshr;
+	c->c_cpi = (uint64_t)(cpi * 100 + 0.5);
+	c->c_l2 = 1200;
+	c->c_llc = 4000;
+	c->c_mem = 20000;
+	c->npages = npages;
+	c->frame = malloc(npages * sizeof(*c->frame));
+	pool = malloc(nframes * sizeof(*pool));
+	if (!c->frame || !pool || npages > nframes - 256)
+		return -1;
+	for (i = 0; i < nframes; i++)
+		pool[i] = i;
+	for (i = 0; i < npages; i++) {	/* partial Fisher-Yates, frames 256.. */
+		uint64_t j = i + cm_xorshift(&c->rng) % (nframes - 256 - i), t = pool[256 + i];
+
+		pool[256 + i] = pool[256 + j];
+		pool[256 + j] = t;
+		c->frame[i] = pool[256 + i];
+	}
+	free(pool);
+	return 0;
+}
+
+static inline void core_free(struct core *c)
+{
+	cm_free(&c->l1);
+	cm_free(&c->l2);
+	cm_free(&c->llc);
+	pf_free(&c->pf);
+	free(c->frame);
+}
+
+static inline uint64_t core_pa(const struct core *c, uint64_t va)
+{
+	return c->frame[(va >> 12) % c->npages] << 12 | (va & 4095);
+}
+
+static inline void core_insns(struct core *c, unsigned int n)
+{
+	c->icount += n;
+	c->clock += n * c->c_cpi;
+}
+
+/* A load at va that read val (a pointer, or 0). */
+static inline void core_load(struct core *c, uint64_t va, uint64_t val)
+{
+	uint64_t pa = core_pa(c, va), lat, t[PF_MAX_DIST];
+	unsigned int i, n;
+
+	pf_seen(&c->pf, va, pa);
+	if (cm_access(&c->l1, pa, &c->rng))
+		return;
+	c->l1m++;
+	if (cm_access(&c->l2, pa, &c->rng)) {
+		c->l2h++;
+		lat = c->c_l2;
+	} else if (cm_access(&c->llc, pa, &c->rng)) {
+		c->llch++;
+		lat = c->c_llc;
+	} else {
+		c->mem++;
+		lat = c->c_mem;
+	}
+	c->clock += c->tm.rob ? tm_stall(&c->tm, c->clock, c->icount, va, val, lat) : lat;
+	n = pf_miss(&c->pf, va, pa, t);
+	for (i = 0; i < n; i++) {
+		if (cm_probe(&c->l2, t[i]))
+			continue;
+		cm_access(&c->l2, t[i], &c->rng);
+		cm_access(&c->llc, t[i], &c->rng);
+		c->pf_fill++;
+	}
+}
+
+#endif /* LLCSIM_TEST_CORE_H */
