@@ -41,13 +41,15 @@ bench-native: deps
 	benchmarks/run_all.sh
 
 # The simulator's pages (simulated cycles, in a QEMU TCG guest): the
-# validation, the LLC domains and way masks, the overlap model against
+# validation, the LLC domains and way masks, the timing fit to native
+# microbenchmarks (calibrate) and the overlap model against
 # native timing, Table 2 in its three variants and with the overlap model,
 # Figures 2 and 6, and placement vs colouring vs resctrl with PostgreSQL.
 # Each line is the command its page names (benchmarks/tests checks it).
 bench-sim: deps
 	benchmarks/llcsim/run.sh validate
 	benchmarks/llcsim/run.sh domains
+	benchmarks/llcsim/run.sh calibrate
 	benchmarks/llcsim/run.sh mlp
 	TABLE2_REPS=3 benchmarks/llcsim/run.sh table2
 	TABLE2_VARIANT=disjoint TABLE2_REPS=3 benchmarks/llcsim/run.sh table2

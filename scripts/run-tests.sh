@@ -157,7 +157,9 @@ test_llcsim() {
 	tail -n 12 "$LOGDIR/llcsim-validate.log"
 	record "llcsim simulator validated in a booted guest ($LOGDIR/llcsim-validation.md)" $rc
 	# The miss-overlap model's known answers (a chase never overlaps, random
-	# loads do); the native comparison is a benchmark (run.sh mlp), not a test.
+	# loads do) and the calibration: each loop's simulated cost within 15% of
+	# the committed native ratios (calibration/native-mlp.json); timing them
+	# natively again is a benchmark (run.sh mlp), not a test.
 	check "llcsim miss-overlap model in a booted guest ($LOGDIR/llcsim-mlp.md)" "$LOGDIR/llcsim-mlp.log" \
 		env LLCSIM_RESULTS="$LOGDIR" "$MCCDB_ROOT/benchmarks/llcsim/run.sh" mlp --quick
 	# Two LLC domains and way masks (CAT): a stream in the other domain, or
