@@ -2,7 +2,8 @@
 /*
  * core.h - one simulated core for host tests: the plugin's L1/L2/LLC
  * (cachemodel.h), stride prefetcher (prefetch.h) and miss-overlap timing
- * (timing.h) wired as plugin/llcsim.c wires them, fed with synthetic
+ * (timing.h) and memory-bandwidth contention (bandwidth.h, shared by the
+ * cores given the same struct bw_model) wired as plugin/llcsim.c wires them, fed with synthetic
  * accesses.  Virtual pages map to scattered 4 KiB frames, as a guest's do.
  */
 #ifndef LLCSIM_TEST_CORE_H
@@ -14,14 +15,16 @@
 #include "../plugin/cachemodel.h"
 #include "../plugin/prefetch.h"
 #include "../plugin/timing.h"
+#include "../plugin/bandwidth.h"
 
 struct core {
 	struct cm_cache l1, l2, llc;
 	struct pf pf;
 	struct tm_core tm;
+	struct bw_model *bw;		/* the memory it shares (NULL: none) */
 	uint64_t rng, clock, icount;	/* clock: centicycles */
 	uint64_t c_cpi, c_l2, c_llc, c_mem;
-	uint64_t l1m, l2h, llch, mem, pf_fill;
+	uint64_t l1m, l2h, llch, mem, pf_fill, pf_mem;
 	uint64_t *frame;		/* virtual page -> frame */
 	uint64_t npages;
 };
@@ -101,6 +104,10 @@ static inline void core_load(struct core *c, uint64_t va, uint64_t val)
 	} else {
 		c->mem++;
 		lat = c->c_mem;
+		if (c->bw) {
+			lat = bw_latency(c->bw, c->clock, lat);
+			bw_add(c->bw, c->clock);
+		}
 	}
 	c->clock += c->tm.rob ? tm_stall(&c->tm, c->clock, c->icount, va, val, lat) : lat;
 	n = pf_miss(&c->pf, va, pa, t);
@@ -108,7 +115,11 @@ static inline void core_load(struct core *c, uint64_t va, uint64_t val)
 		if (cm_probe(&c->l2, t[i]))
 			continue;
 		cm_access(&c->l2, t[i], &c->rng);
-		cm_access(&c->llc, t[i], &c->rng);
+		if (!cm_access(&c->llc, t[i], &c->rng)) {
+			c->pf_mem++;
+			if (c->bw)
+				bw_add(c->bw, c->clock);
+		}
 		c->pf_fill++;
 	}
 }
