@@ -57,8 +57,45 @@ def test_bandwidth_mode_writes_profile_and_page(tmp_path):
     for _ in range(2):      # twice: the section is replaced, not added again
         subprocess.run([sys.executable, str(CALIBRATE), "bandwidth", "--memload", str(ml), "--profile", str(prof),
                         "--page", str(page)], check=True, capture_output=True)
-    assert prof.read_text() == "# fitted\nCPI=0.4\nROB=160\nBW_PEAK=750.0\nBW_UMAX=0.600\n"
+    assert prof.read_text() == ("# fitted\nCPI=0.4\nROB=160\n# BW_PEAK, BW_UMAX: `run.sh calibrate-bw` (calibrate.py "
+                                "bandwidth) on the native contention runs of today (calibration/native-memload.json)\n"
+                                "BW_PEAK=750.0\nBW_UMAX=0.600\n")
     text = page.read_text()
     assert text.count(calibrate.BW_SECTION) == 1
     assert text.index("## The grid") < text.index(calibrate.BW_SECTION) < text.index("<!-- analysis")
     assert "| `BW_PEAK` | 750.0 lines per 1000 cycles" in text and "text\n<!-- /analysis -->" in text
+
+
+def test_run_sh_calibrate_keeps_the_bandwidth_term(tmp_path):
+    # the CPI/ROB/MSHR fit rewrites the profile: the bandwidth lines stay
+    from test_llcsim_calibration import GRID, calibrate as fit_timing, write_logs
+    (tmp_path / "profile.env").write_text("CPI=1\n# BW_PEAK, BW_UMAX: from somewhere\nBW_PEAK=685.7\nBW_UMAX=0.514\n")
+    p, page, profile = fit_timing(tmp_path, write_logs(tmp_path, GRID))
+    assert p.returncode == 0, p.stdout
+    assert "CPI=0.4\n" in profile and "CPI=1\n" not in profile
+    assert profile.endswith("LAT_SEQ=200\n# BW_PEAK, BW_UMAX: from somewhere\nBW_PEAK=685.7\nBW_UMAX=0.514\n")
+    assert calibrate.BW_SECTION in page      # the committed native-memload.json's section
+
+
+def test_pg_validation_page_shows_the_contention_share(tmp_path):
+    # pg-validate's dumps with the term on carry bwlat: the page decomposes
+    from test_llcsim_calibration import write_pg_logs
+    write_pg_logs(tmp_path, {9830: 2.0, 157286: 1.0})
+    sim = tmp_path / "p.sim.log"
+    lines = sim.read_text().splitlines()
+    for i, ln in enumerate(lines):
+        if ln.startswith("dump "):
+            tag = int(ln.split("tag=")[1].split()[0])
+            bwlat = 5_000_000 if tag == 2 else 0        # 2 MB beside the stream: 5M of its 20M cycles
+            lines[i] = ln + f" u_bwlat={bwlat} k_bwlat=0"
+    sim.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "page2.md"
+    r = subprocess.run([sys.executable, str(LLCSIM / "scripts" / "analyze.py"), "pgvalidate", "--serial",
+                        str(tmp_path / "p.serial.log"), "--sim", str(sim), "--boot-rc", "0", "--secs", "1",
+                        "--out", str(out), "--native-study", str(LLCSIM / "calibration" / "native-study-stream.json"),
+                        "--sizes", "2,32", "--scale", "4", "--cmd", "test"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = out.read_text()
+    assert "## Where the co-run time goes" in text
+    assert "| 2 | 1 | 1 | 1.00x | 25.0% | 0.0% |" in text
+    assert "| 32 | 1 | 1 | 1.00x | 0.0% | 0.0% |" in text

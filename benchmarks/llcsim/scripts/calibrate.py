@@ -109,7 +109,7 @@ def bandwidth_lines(ml, fit):
          'lines filled, fitted on a stream that writes back every line it reads. Two parameters, fitted '
          'on the native contention runs only (`calibrate.py bandwidth`; nothing of the PostgreSQL curve):', '',
          f'- Native: {ml["machine"]}; {ml["date"]}, {ml["pairs"]} alternating pairs each (alone, beside), '
-         f'{ml["guard"]}',
+         f'{ml["guard"].lstrip("- ")}',
          f'- Command: `{ml["command"]}`; raw runs in `benchmarks/llcsim/calibration/native-memload.json`.', '',
          '| loop | alone, median (min-max) | beside the co-runner | beside / alone per pair |',
          '| --- | --- | --- | --- |']
@@ -135,10 +135,16 @@ def bandwidth_lines(ml, fit):
     return L
 
 
-def set_profile(path, values):
-    """Set KEY=value lines of profile.env (added at the end when missing)."""
+def set_profile(path, values, comment=None):
+    """Set KEY=value lines of profile.env (added at the end when missing),
+    and the comment line that starts as `comment` does up to its colon."""
     with open(path) as f:
         lines = f.read().splitlines()
+    if comment:
+        head = comment.split(':')[0]
+        lines = [ln for ln in lines if not ln.startswith(head)]
+        at = next((i for i, ln in enumerate(lines) if ln.startswith(tuple(values))), len(lines))
+        lines.insert(at, comment)
     for k, v in values.items():
         new = f'{k}={v}'
         i = next((i for i, ln in enumerate(lines) if ln.startswith(k + '=')), None)
@@ -174,7 +180,9 @@ def bandwidth_main(argv):
     with open(a.memload) as f:
         ml = json.load(f)
     fit = fit_bandwidth(ml)
-    set_profile(a.profile, {'BW_PEAK': f'{fit["peak"]:.1f}', 'BW_UMAX': f'{fit["umax"]:.3f}'})
+    set_profile(a.profile, {'BW_PEAK': f'{fit["peak"]:.1f}', 'BW_UMAX': f'{fit["umax"]:.3f}'},
+                f'# BW_PEAK, BW_UMAX: `run.sh calibrate-bw` (calibrate.py bandwidth) on the native contention runs '
+                f'of {ml["date"]} (calibration/native-memload.json)')
     if a.page:
         with open(a.page) as f:
             text = f.read()
@@ -314,17 +322,20 @@ def main():
     write_page(args.out, '\n'.join(L) + '\n')
     ok = all(ok for ok, _ in checks)
     if best and args.profile and runs_ok:     # the best fit, even one off by more than the tolerance
-        bw = {}
+        bw, bw_comment = {}, ''
         if os.path.exists(args.profile):      # calibrate.py bandwidth's values stay
             with open(args.profile) as f:
-                bw = dict(ln.strip().split('=', 1) for ln in f if ln.startswith(BW_KEYS))
+                kept = [ln for ln in f if ln.startswith(BW_KEYS + ('# BW_',))]
+            bw = dict(ln.strip().split('=', 1) for ln in kept if not ln.startswith('#'))
+            bw_comment = ''.join(ln for ln in kept if ln.startswith('#'))
         now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
         with open(args.profile, 'w') as f:
             f.write(f'# llcsim TIMING=calibrated: fitted by `{args.cmd}` on {now}\n'
                     f'# (docs/results/llcsim-calibration.md; worst error {100 * best["worst"]:.1f}% against\n'
                     f'# calibration/native-mlp.json).  run.sh takes each value unless the variable is set.\n'
                     f'CPI={best["cpi"]:g}\nROB={best["rob"]}\nMSHR={best["mshr"]}\nPF={best["pf"]}\n'
-                    f'PF_XLAT={best["pf_xlat"]}\nLAT_SEQ=200\n' + ''.join(f'{k}={v}\n' for k, v in bw.items()))
+                    f'PF_XLAT={best["pf_xlat"]}\nLAT_SEQ=200\n' + bw_comment +
+                    ''.join(f'{k}={v}\n' for k, v in bw.items()))
     for ok_, what in checks:
         print(f'{"ok" if ok_ else "not ok"} - {what}')
     return 0 if ok else 1
