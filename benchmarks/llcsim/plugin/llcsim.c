@@ -100,6 +100,7 @@
 #include "prefetch.h"
 #include "timing.h"
 #include "bandwidth.h"
+#include "access.h"
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
@@ -128,8 +129,7 @@ struct vcpu {
 	uint64_t (*stats)[NM][NF];	/* [MAX_TAGS][NM][NF] */
 	uint64_t clock;			/* modeled centicycles (atomic) */
 	int idle;			/* halted (atomic) */
-	uint64_t miss_line[4];		/* recent LLC-missed lines */
-	unsigned miss_pos;
+	struct acc_path path;		/* access.h: its caches, prefetcher, memory */
 	uint64_t icount;		/* instructions executed */
 	struct tm_core tm;		/* outstanding L1 misses (rob=) */
 	struct pf pf;			/* stride prefetcher (pf=) */
@@ -258,31 +258,67 @@ static void charge_additive(struct vcpu *v, uint64_t lat)
 	__atomic_store_n(&v->clock, v->clock + lat, __ATOMIC_RELAXED);
 }
 
-/* The lines the prefetcher asks for go into the L2 and the LLC (not the
- * L1), in no time: counted, not charged. */
-static void prefetch(struct vcpu *v, uint64_t *s, uint64_t vaddr, uint64_t pa)
+/* access.h's hooks: an access under way on a vCPU */
+struct acc_ctx {
+	struct vcpu *v;
+	uint64_t *s;			/* its counters (tag, mode) */
+	uint64_t vaddr, pa;
+	qemu_plugin_meminfo_t info;
+	uintptr_t mode;
+};
+
+/* The vCPU's domain's LLC, under the set's lock, within its ways. */
+static int llc_lookup(void *ctx, uint64_t pa)
 {
-	uint64_t t[PF_MAX_DIST];
-	unsigned int i, n = pf_miss(&v->pf, vaddr, pa, t);
+	struct acc_ctx *x = ctx;
+	uint32_t set = cm_set_of(x->v->llc, pa);
+	int hit;
 
-	for (i = 0; i < n; i++) {
-		uint32_t set;
-		int hit;
+	lock_set(set);
+	hit = cm_access_ways(x->v->llc, pa, &x->v->rng, x->v->ways);
+	unlock_set(set);
+	return hit;
+}
 
-		if (cfg.l2) {
-			if (cm_probe(&v->l2, t[i]))
-				continue;
-			cm_access(&v->l2, t[i], &v->rng);
-		}
-		s[F_PF]++;
-		set = cm_set_of(v->llc, t[i]);
-		lock_set(set);
-		hit = cm_access_ways(v->llc, t[i], &v->rng, v->ways);
-		unlock_set(set);
-		s[F_PFM] += !hit;
-		if (!hit && cfg.bw_peak > 0)
-			bw_add(&bw, v->clock);
+/* An L1 miss: counted, and charged by the overlap model (or all of it,
+ * additive); a prefetched stream's lat_seq always additively.  F_BWX:
+ * what the bandwidth term added outside the overlap model's stalls. */
+static void charge_miss(void *ctx, enum acc_level level, uint64_t lat, uint64_t base)
+{
+	struct acc_ctx *x = ctx;
+	uint64_t *s = x->s;
+
+	s[F_L1M]++;
+	if (level == ACC_L2) {
+		charge(x->v, s, x->vaddr, x->pa, x->info, lat, x->mode);
+		return;
 	}
+	s[F_L2M]++;
+	if (level == ACC_LLC) {
+		charge(x->v, s, x->vaddr, x->pa, x->info, lat, x->mode);
+		return;
+	}
+	s[F_LLCM]++;
+	s[F_BWL] += lat - base;
+	if (level == ACC_SEQ) {
+		s[F_SEQM]++;
+		s[F_BWX] += lat - base;
+		charge_additive(x->v, lat);
+		return;
+	}
+	if (!cfg.rob)
+		s[F_BWX] += lat - base;
+	s[F_OVLM] += cfg.rob && charge(x->v, s, x->vaddr, x->pa, x->info, lat, x->mode) == 0;
+}
+
+/* A line the prefetcher put into the L2 and the LLC (not the L1), in no
+ * time: counted, not charged. */
+static void prefetched(void *ctx, int llc_hit)
+{
+	uint64_t *s = ((struct acc_ctx *)ctx)->s;
+
+	s[F_PF]++;
+	s[F_PFM] += !llc_hit;
 }
 
 static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
@@ -290,9 +326,8 @@ static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
 {
 	struct vcpu *v;
 	struct qemu_plugin_hwaddr *hw;
+	struct acc_ctx x;
 	uint64_t pa, *s;
-	uint32_t set;
-	int hit;
 
 	if (idx >= (unsigned int)nvcpus)
 		return;
@@ -314,56 +349,10 @@ static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
 	}
 	s = v->stats[v->tag][(uintptr_t)ud];
 	s[F_ACC]++;
-	/* user pages only: the kernel's direct map (page zeroing at every
-	 * fault) would push a stream's translations out of the table */
-	if (cfg.pf && (uintptr_t)ud == M_USER)
-		pf_seen(&v->pf, vaddr, pa);
-	if (cm_access(&v->l1, pa, &v->rng))
-		return;
-	s[F_L1M]++;
-	if (cfg.l2 && cm_access(&v->l2, pa, &v->rng)) {
-		charge(v, s, vaddr, pa, info, c_l2, (uintptr_t)ud);
-		if (cfg.pf)
-			prefetch(v, s, vaddr, pa);
-		return;
-	}
-	s[F_L2M]++;
-	set = cm_set_of(v->llc, pa);
-	lock_set(set);
-	hit = cm_access_ways(v->llc, pa, &v->rng, v->ways);
-	unlock_set(set);
-	if (hit) {
-		charge(v, s, vaddr, pa, info, c_llc, (uintptr_t)ud);
-		if (cfg.pf)
-			prefetch(v, s, vaddr, pa);
-		return;
-	}
-	s[F_LLCM]++;
-	{
-		uint64_t line = pa >> v->llc->line_shift, mem = c_mem, sq = c_seq;
-		int seqm = 0, j;
-		for (j = 0; j < 4; j++)
-			seqm |= v->miss_line[j] + 1 == line;
-		v->miss_line[v->miss_pos++ & 3] = line;
-		if (cfg.bw_peak > 0) {
-			/* the memory's queue as both vCPUs' traffic left it */
-			mem = bw_latency(&bw, v->clock, c_mem);
-			sq = bw_latency(&bw, v->clock, c_seq);
-			s[F_BWL] += seqm ? sq - c_seq : mem - c_mem;
-			bw_add(&bw, v->clock);
-		}
-		if (seqm) {
-			s[F_SEQM]++;
-			s[F_BWX] += sq - c_seq;
-			charge_additive(v, sq);
-		} else {
-			if (!cfg.rob)
-				s[F_BWX] += mem - c_mem;
-			s[F_OVLM] += cfg.rob && charge(v, s, vaddr, pa, info, mem, (uintptr_t)ud) == 0;
-		}
-	}
-	if (cfg.pf)
-		prefetch(v, s, vaddr, pa);
+	x = (struct acc_ctx){ .v = v, .s = s, .vaddr = vaddr, .pa = pa, .info = info, .mode = (uintptr_t)ud };
+	/* the prefetcher learns user pages only: the kernel's direct map (page
+	 * zeroing at every fault) would push a stream's translations out */
+	acc_access(&v->path, &x, vaddr, pa, (uintptr_t)ud == M_USER);
 }
 
 /* Lowest clock of the other running vCPUs, UINT64_MAX if none. */
@@ -828,6 +817,12 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 			fprintf(stderr, "llcsim: bad prefetcher configuration\n");
 			return -1;
 		}
+		v->path = (struct acc_path){
+			.l1 = &v->l1, .l2 = cfg.l2 ? &v->l2 : NULL, .pf = cfg.pf ? &v->pf : NULL,
+			.bw = &bw, .rng = &v->rng, .clock = &v->clock, .line_shift = v->llc->line_shift,
+			.c_l2 = c_l2, .c_llc = c_llc, .c_mem = c_mem, .c_seq = c_seq,
+			.llc = llc_lookup, .charge = charge_miss, .prefetched = prefetched,
+		};
 		if (ngrid) {
 			unsigned int k;
 

@@ -522,7 +522,8 @@ int main(void)
 			next[perm[i]] = perm[(i + 1) % lines];
 		free(perm);
 		bw_init(&m, peak, 0.9, 1000);
-		a.bw = b.bw = &m;
+		core_set_bw(&a, &m);
+		core_set_bw(&b, &m);
 		loop_touch(&a, lines * 64);
 		a0 = a.clock;
 		for (i = 0; i < 50000; i++) {	/* alone: b idle */
