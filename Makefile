@@ -42,15 +42,19 @@ bench-native: deps
 
 # The simulator's pages (simulated cycles, in a QEMU TCG guest): the
 # validation, the LLC domains and way masks, the timing fit to native
-# microbenchmarks (calibrate) and the overlap model against
-# native timing, Table 2 in its three variants and with the overlap model,
-# Figures 2 and 6, and placement vs colouring vs resctrl with PostgreSQL.
+# microbenchmarks (calibrate-bw: the bandwidth term on native contention
+# runs; calibrate) and the overlap model against native timing, the
+# calibrated timing on the native study's PostgreSQL curve (pg-validate),
+# Table 2 in its three variants and with the overlap model, Figures 2 and
+# 6, and placement vs colouring vs resctrl with PostgreSQL.
 # Each line is the command its page names (benchmarks/tests checks it).
 bench-sim: deps
 	benchmarks/llcsim/run.sh validate
 	benchmarks/llcsim/run.sh domains
+	benchmarks/llcsim/run.sh calibrate-bw --measure
 	benchmarks/llcsim/run.sh calibrate
 	benchmarks/llcsim/run.sh mlp
+	LLC_SIZE=2M L2_SIZE=256K benchmarks/llcsim/run.sh pg-validate
 	TABLE2_REPS=3 benchmarks/llcsim/run.sh table2
 	TABLE2_VARIANT=disjoint TABLE2_REPS=3 benchmarks/llcsim/run.sh table2
 	TABLE2_VARIANT=default TABLE2_REPS=3 benchmarks/llcsim/run.sh table2

@@ -1,7 +1,7 @@
 #!/bin/bash
 # llcsim: shared-LLC simulator (QEMU TCG plugin) for the page colouring kernel.
 #
-# usage: benchmarks/llcsim/run.sh {build|unit|validate|domains|mlp|calibrate|table2|pg-fig2|pg-fig6|pg-compare|pg-validate|all} [--quick]
+# usage: benchmarks/llcsim/run.sh {build|unit|validate|domains|mlp|calibrate|calibrate-bw|table2|pg-fig2|pg-fig6|pg-compare|pg-validate|all} [--quick]
 #   build     plugin (fetches qemu-plugin.h of the installed QEMU from Debian's
 #             source package on first use), static guest program, host unit
 #             test, patched kernel (kernel-patch/scripts/kernel-tree.sh build guest)
@@ -23,6 +23,12 @@
 #             --quick: no native timing (make test); both check the
 #             simulated ratios against the committed native ones
 #             (calibration/native-mlp.json) within MLP_TOL (0.15)
+#   calibrate-bw  the memory-bandwidth term (BW_PEAK, BW_UMAX) fitted on the
+#             native contention runs (calibration/native-memload.json,
+#             native/memload.py: a chase, a stream, beside a stream); no
+#             guest run; writes calibration/profile.env and the section of
+#             docs/results/llcsim-calibration.md.  --measure: time them
+#             natively first (guarded, ~5 min)
 #   calibrate fit CPI, ROB, MSHR (a grid evaluated in one guest run) and the
 #             prefetch distance (a run each) to the committed native ratios;
 #             writes docs/results/llcsim-calibration.md and
@@ -64,10 +70,15 @@
 #   CPI (1): modeled cycles per instruction that does not miss the L1
 #   PF (0 = off) PF_XLAT (16): the stride prefetcher, PF lines ahead, into
 #   pages among the 2^PF_XLAT it knows the frames of (0: within a page)
-#   TIMING (legacy; mlp: calibrated): calibrated = CPI, ROB, MSHR, PF, PF_XLAT
-#   and LAT_SEQ from calibration/profile.env (run.sh calibrate's fit) for
-#   those not set, and ROB_MLP/ROB_PG = its ROB; legacy = the defaults above,
-#   the timing of the pages made before the calibration
+#   BW_PEAK (0 = off) BW_UMAX (0.9): memory-bandwidth contention, a miss to
+#   memory costs lat_mem / (1 - min(u, BW_UMAX)), u = both vCPUs' lines to
+#   and from memory per modeled cycle over BW_PEAK lines per 1000 cycles
+#   (plugin/bandwidth.h; fitted by calibrate-bw)
+#   TIMING (legacy; mlp, pg-validate: calibrated): calibrated = CPI, ROB, MSHR, PF, PF_XLAT,
+#   LAT_SEQ, BW_PEAK and BW_UMAX from calibration/profile.env (run.sh calibrate's
+#   and calibrate-bw's fits) for those not set, and ROB_MLP/ROB_PG = its ROB;
+#   legacy = the defaults above, the timing of the pages made before the
+#   calibration (no bandwidth term)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -87,7 +98,7 @@ case $TIMING in
 calibrated)
 	while IFS='=' read -r k v; do
 		case $k in
-		CPI | ROB | MSHR | PF | PF_XLAT | LAT_SEQ) [ -n "${!k+x}" ] || declare "$k=$v" ;;
+		CPI | ROB | MSHR | PF | PF_XLAT | LAT_SEQ | BW_PEAK | BW_UMAX) [ -n "${!k+x}" ] || declare "$k=$v" ;;
 		esac
 	done <"$profile"
 	ROB_MLP=${ROB_MLP:-$ROB} ROB_PG=${ROB_PG:-$ROB}
@@ -103,6 +114,7 @@ REPL=${REPL:-lru} COLORS=${COLORS:-32} MEM=${MEM:-1024}
 SYNC=${SYNC:-10000} LAT_SEQ=${LAT_SEQ:-20}
 ROB=${ROB:-0} MSHR=${MSHR:-24} CPI=${CPI:-1}
 PF=${PF:-0} PF_XLAT=${PF_XLAT:-16}
+BW_PEAK=${BW_PEAK:-0} BW_UMAX=${BW_UMAX:-0.9}
 SMP=${SMP:-2} LLC_DOMAINS=${LLC_DOMAINS:-1}
 # two LLC domains of two vCPUs: the guest boots as two sockets of two, so its
 # sysfs shows the domains the plugin has (llc_domains=2)
@@ -159,7 +171,7 @@ boot() {
 		"$kp/scripts/mkinitramfs.sh" -o "$initrd" -t "$build/guest" -T "${PROG_TIMEOUT:-600}" -l "$list" >&2
 	local parg="$build/libllcsim.so,llc=$LLC_SIZE,llc_ways=$LLC_WAYS,l2=$L2_SIZE,l2_ways=$L2_WAYS"
 	parg+=",l1=$L1_SIZE,l1_ways=$L1_WAYS,line=64,repl=$REPL,sync=$SYNC,lat_seq=$LAT_SEQ,out=$simout"
-	parg+=",llc_domains=$LLC_DOMAINS,cpi=$CPI,pf=$PF,pf_xlat=$PF_XLAT"
+	parg+=",llc_domains=$LLC_DOMAINS,cpi=$CPI,pf=$PF,pf_xlat=$PF_XLAT,bw_peak=$BW_PEAK,bw_umax=$BW_UMAX"
 	# run.sh calibrate: a grid of timings beside the main one
 	[ -z "${GRID_CPI:-}" ] || parg+=",grid_cpi=$GRID_CPI,grid_rob=$GRID_ROB,grid_mshr=$GRID_MSHR"
 	local t0=$SECONDS rc=0 ram= noguard=()
@@ -420,8 +432,18 @@ EOF
 		--cmd "$(envs PGV_SCALE PGV_SIZES PG_REPS PGV_STREAM_MIB LLC_SIZE L2_SIZE)benchmarks/llcsim/run.sh pg-validate${2:+ $2}"
 }
 
+# The bandwidth term: native contention runs (--measure: made now, guarded)
+# and the fit on them (calibrate.py bandwidth).
+do_calibrate_bw() {
+	local ml=$here/calibration/native-memload.json
+	[ "${2:-}" != --measure ] || "$py" "$here/native/memload.py" --out "$ml"
+	"$py" "$here/scripts/calibrate.py" bandwidth --memload "$ml" --profile "$profile" \
+		--page "$results/llcsim-calibration.md"
+}
+
 case "${1:-}" in
 build) do_build ;;
+calibrate-bw) do_calibrate_bw "$@" ;;
 unit) do_unit ;;
 validate) do_build; do_validate "$@" ;;
 domains) do_build; do_domains "$@" ;;

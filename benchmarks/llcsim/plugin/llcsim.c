@@ -99,6 +99,8 @@
 #include "cachemodel.h"
 #include "prefetch.h"
 #include "timing.h"
+#include "bandwidth.h"
+#include "access.h"
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
@@ -116,7 +118,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define MAX_MSHR	TM_MAX_MSHR
 #define MAX_GRID	64
 
-enum { F_INSNS, F_ACC, F_L1M, F_L2M, F_LLCM, F_SEQM, F_OVLM, F_STALL, F_PF, F_PFM, NF };
+enum { F_INSNS, F_ACC, F_L1M, F_L2M, F_LLCM, F_SEQM, F_OVLM, F_STALL, F_PF, F_PFM, F_BWX, F_BWL, NF };
 enum { M_USER, M_KERNEL, NM };
 
 struct vcpu {
@@ -127,8 +129,7 @@ struct vcpu {
 	uint64_t (*stats)[NM][NF];	/* [MAX_TAGS][NM][NF] */
 	uint64_t clock;			/* modeled centicycles (atomic) */
 	int idle;			/* halted (atomic) */
-	uint64_t miss_line[4];		/* recent LLC-missed lines */
-	unsigned miss_pos;
+	struct acc_path path;		/* access.h: its caches, prefetcher, memory */
 	uint64_t icount;		/* instructions executed */
 	struct tm_core tm;		/* outstanding L1 misses (rob=) */
 	struct pf pf;			/* stride prefetcher (pf=) */
@@ -155,6 +156,8 @@ static struct {
 	uint64_t rob;			/* instruction window; 0 = no overlap */
 	unsigned mshr;			/* outstanding misses */
 	unsigned int pf, pf_streams, pf_xlat;	/* prefetch distance (lines), table, 2^ pages */
+	double bw_peak, bw_umax;	/* lines per 1000 cycles (0 = off), cap of u */
+	uint64_t bw_slot;		/* cycles per slot of the traffic window */
 	char *out, *ram;
 } cfg = {
 	.l1 = 32 << 10, .l2 = 256 << 10, .llc = 2 << 20,
@@ -163,6 +166,7 @@ static struct {
 	.cpi = 1.0, .lat_l2 = 12, .lat_llc = 40, .lat_mem = 200, .lat_seq = -1,
 	.mshr = 10, .llc_domains = 1,
 	.pf = 0, .pf_streams = 16, .pf_xlat = 16,
+	.bw_peak = 0, .bw_umax = 0.9, .bw_slot = 1000,
 };
 /* grid=: the cartesian product of grid_cpi x grid_rob x grid_mshr, each a
  * timing evaluated beside the main one on the same accesses */
@@ -174,6 +178,7 @@ static unsigned int ngrid_cpi, ngrid_rob, ngrid_mshr;
 static uint64_t c_cpi, c_l2, c_llc, c_mem, c_seq;
 
 static struct cm_cache llcs[MAX_DOMAINS];
+static struct bw_model bw;		/* the memory all vCPUs share (bw_peak=) */
 static volatile char llc_lock[NLOCKS];	/* for every domain's sets */
 static struct vcpu *vcpus;
 static int nvcpus;
@@ -253,29 +258,67 @@ static void charge_additive(struct vcpu *v, uint64_t lat)
 	__atomic_store_n(&v->clock, v->clock + lat, __ATOMIC_RELAXED);
 }
 
-/* The lines the prefetcher asks for go into the L2 and the LLC (not the
- * L1), in no time: counted, not charged. */
-static void prefetch(struct vcpu *v, uint64_t *s, uint64_t vaddr, uint64_t pa)
+/* access.h's hooks: an access under way on a vCPU */
+struct acc_ctx {
+	struct vcpu *v;
+	uint64_t *s;			/* its counters (tag, mode) */
+	uint64_t vaddr, pa;
+	qemu_plugin_meminfo_t info;
+	uintptr_t mode;
+};
+
+/* The vCPU's domain's LLC, under the set's lock, within its ways. */
+static int llc_lookup(void *ctx, uint64_t pa)
 {
-	uint64_t t[PF_MAX_DIST];
-	unsigned int i, n = pf_miss(&v->pf, vaddr, pa, t);
+	struct acc_ctx *x = ctx;
+	uint32_t set = cm_set_of(x->v->llc, pa);
+	int hit;
 
-	for (i = 0; i < n; i++) {
-		uint32_t set;
-		int hit;
+	lock_set(set);
+	hit = cm_access_ways(x->v->llc, pa, &x->v->rng, x->v->ways);
+	unlock_set(set);
+	return hit;
+}
 
-		if (cfg.l2) {
-			if (cm_probe(&v->l2, t[i]))
-				continue;
-			cm_access(&v->l2, t[i], &v->rng);
-		}
-		s[F_PF]++;
-		set = cm_set_of(v->llc, t[i]);
-		lock_set(set);
-		hit = cm_access_ways(v->llc, t[i], &v->rng, v->ways);
-		unlock_set(set);
-		s[F_PFM] += !hit;
+/* An L1 miss: counted, and charged by the overlap model (or all of it,
+ * additive); a prefetched stream's lat_seq always additively.  F_BWX:
+ * what the bandwidth term added outside the overlap model's stalls. */
+static void charge_miss(void *ctx, enum acc_level level, uint64_t lat, uint64_t base)
+{
+	struct acc_ctx *x = ctx;
+	uint64_t *s = x->s;
+
+	s[F_L1M]++;
+	if (level == ACC_L2) {
+		charge(x->v, s, x->vaddr, x->pa, x->info, lat, x->mode);
+		return;
 	}
+	s[F_L2M]++;
+	if (level == ACC_LLC) {
+		charge(x->v, s, x->vaddr, x->pa, x->info, lat, x->mode);
+		return;
+	}
+	s[F_LLCM]++;
+	s[F_BWL] += lat - base;
+	if (level == ACC_SEQ) {
+		s[F_SEQM]++;
+		s[F_BWX] += lat - base;
+		charge_additive(x->v, lat);
+		return;
+	}
+	if (!cfg.rob)
+		s[F_BWX] += lat - base;
+	s[F_OVLM] += cfg.rob && charge(x->v, s, x->vaddr, x->pa, x->info, lat, x->mode) == 0;
+}
+
+/* A line the prefetcher put into the L2 and the LLC (not the L1), in no
+ * time: counted, not charged. */
+static void prefetched(void *ctx, int llc_hit)
+{
+	uint64_t *s = ((struct acc_ctx *)ctx)->s;
+
+	s[F_PF]++;
+	s[F_PFM] += !llc_hit;
 }
 
 static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
@@ -283,9 +326,8 @@ static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
 {
 	struct vcpu *v;
 	struct qemu_plugin_hwaddr *hw;
+	struct acc_ctx x;
 	uint64_t pa, *s;
-	uint32_t set;
-	int hit;
 
 	if (idx >= (unsigned int)nvcpus)
 		return;
@@ -307,46 +349,10 @@ static void vcpu_mem(unsigned int idx, qemu_plugin_meminfo_t info,
 	}
 	s = v->stats[v->tag][(uintptr_t)ud];
 	s[F_ACC]++;
-	/* user pages only: the kernel's direct map (page zeroing at every
-	 * fault) would push a stream's translations out of the table */
-	if (cfg.pf && (uintptr_t)ud == M_USER)
-		pf_seen(&v->pf, vaddr, pa);
-	if (cm_access(&v->l1, pa, &v->rng))
-		return;
-	s[F_L1M]++;
-	if (cfg.l2 && cm_access(&v->l2, pa, &v->rng)) {
-		charge(v, s, vaddr, pa, info, c_l2, (uintptr_t)ud);
-		if (cfg.pf)
-			prefetch(v, s, vaddr, pa);
-		return;
-	}
-	s[F_L2M]++;
-	set = cm_set_of(v->llc, pa);
-	lock_set(set);
-	hit = cm_access_ways(v->llc, pa, &v->rng, v->ways);
-	unlock_set(set);
-	if (hit) {
-		charge(v, s, vaddr, pa, info, c_llc, (uintptr_t)ud);
-		if (cfg.pf)
-			prefetch(v, s, vaddr, pa);
-		return;
-	}
-	s[F_LLCM]++;
-	{
-		uint64_t line = pa >> v->llc->line_shift;
-		int seqm = 0, j;
-		for (j = 0; j < 4; j++)
-			seqm |= v->miss_line[j] + 1 == line;
-		v->miss_line[v->miss_pos++ & 3] = line;
-		if (seqm) {
-			s[F_SEQM]++;
-			charge_additive(v, c_seq);
-		} else {
-			s[F_OVLM] += cfg.rob && charge(v, s, vaddr, pa, info, c_mem, (uintptr_t)ud) == 0;
-		}
-	}
-	if (cfg.pf)
-		prefetch(v, s, vaddr, pa);
+	x = (struct acc_ctx){ .v = v, .s = s, .vaddr = vaddr, .pa = pa, .info = info, .mode = (uintptr_t)ud };
+	/* the prefetcher learns user pages only: the kernel's direct map (page
+	 * zeroing at every fault) would push a stream's translations out */
+	acc_access(&v->path, &x, vaddr, pa, (uintptr_t)ud == M_USER);
 }
 
 /* Lowest clock of the other running vCPUs, UINT64_MAX if none. */
@@ -421,11 +427,15 @@ static void vcpu_tb_exec(unsigned int idx, void *ud)
 
 static double cycles_of(const uint64_t *f)
 {
+	/* F_BWX: what bandwidth contention added to the charges outside the
+	 * overlap model's stalls (which hold their own share of it) */
 	if (cfg.rob)	/* the stalls the L1 misses caused */
-		return f[F_INSNS] * cfg.cpi + (double)f[F_STALL] / 100 + (double)f[F_SEQM] * cfg.lat_seq;
+		return f[F_INSNS] * cfg.cpi + (double)f[F_STALL] / 100 + (double)f[F_SEQM] * cfg.lat_seq +
+		       (double)f[F_BWX] / 100;
 	return f[F_INSNS] * cfg.cpi + (double)(f[F_L1M] - f[F_L2M]) * cfg.lat_l2 +
 	       (double)(f[F_L2M] - f[F_LLCM]) * cfg.lat_llc +
-	       (double)(f[F_LLCM] - f[F_SEQM]) * cfg.lat_mem + (double)f[F_SEQM] * cfg.lat_seq;
+	       (double)(f[F_LLCM] - f[F_SEQM]) * cfg.lat_mem + (double)f[F_SEQM] * cfg.lat_seq +
+	       (double)f[F_BWX] / 100;
 }
 
 static void dump_tag(unsigned int ender, uint32_t tag)
@@ -455,10 +465,12 @@ static void dump_tag(unsigned int ender, uint32_t tag)
 		const char *p = m == M_USER ? "u" : "k";
 		fprintf(out, " %s_insns=%" PRIu64 " %s_acc=%" PRIu64 " %s_l1m=%" PRIu64
 			" %s_l2m=%" PRIu64 " %s_llcm=%" PRIu64 " %s_seqm=%" PRIu64 " %s_ovlm=%" PRIu64
-			" %s_stall=%" PRIu64 " %s_cycles=%.0f %s_pf=%" PRIu64 " %s_pfm=%" PRIu64,
+			" %s_stall=%" PRIu64 " %s_cycles=%.0f %s_pf=%" PRIu64 " %s_pfm=%" PRIu64
+			" %s_bwlat=%" PRIu64,
 			p, sum[m][F_INSNS], p, sum[m][F_ACC], p, sum[m][F_L1M],
 			p, sum[m][F_L2M], p, sum[m][F_LLCM], p, sum[m][F_SEQM], p, sum[m][F_OVLM],
-			p, sum[m][F_STALL] / 100, p, cycles_of(sum[m]), p, sum[m][F_PF], p, sum[m][F_PFM]);
+			p, sum[m][F_STALL] / 100, p, cycles_of(sum[m]), p, sum[m][F_PF], p, sum[m][F_PFM],
+			p, sum[m][F_BWL] / 100);
 	}
 	/* each grid timing's user-mode cycles: its stalls, its CPI */
 	for (k = 0; k < ngrid; k++)
@@ -668,6 +680,12 @@ static int parse_arg(const char *a)
 			cfg.pf_streams <= PF_MAX_STREAMS ? 0 : -1;
 	if (!strcmp(key, "pf_xlat"))
 		return (cfg.pf_xlat = (unsigned int)atoi(val)) <= 24 ? 0 : -1;
+	if (!strcmp(key, "bw_peak"))
+		return (cfg.bw_peak = atof(val)) >= 0 ? 0 : -1;
+	if (!strcmp(key, "bw_umax"))
+		return (cfg.bw_umax = atof(val)) >= 0 && cfg.bw_umax < 1 ? 0 : -1;
+	if (!strcmp(key, "bw_slot"))
+		return (cfg.bw_slot = strtoull(val, NULL, 0)) > 0 ? 0 : -1;
 	if (!strcmp(key, "grid_cpi"))
 		return parse_list(val, grid_cpi, &ngrid_cpi);
 	if (!strcmp(key, "grid_rob"))
@@ -734,6 +752,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 	c_llc = (uint64_t)(cfg.lat_llc * 100 + 0.5);
 	c_mem = (uint64_t)(cfg.lat_mem * 100 + 0.5);
 	c_seq = (uint64_t)(cfg.lat_seq * 100 + 0.5);
+	bw_init(&bw, cfg.bw_peak, cfg.bw_umax, cfg.bw_slot);
 	if (ngrid_cpi || ngrid_rob || ngrid_mshr) {
 		unsigned int a, b, c;
 
@@ -798,6 +817,12 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 			fprintf(stderr, "llcsim: bad prefetcher configuration\n");
 			return -1;
 		}
+		v->path = (struct acc_path){
+			.l1 = &v->l1, .l2 = cfg.l2 ? &v->l2 : NULL, .pf = cfg.pf ? &v->pf : NULL,
+			.bw = &bw, .rng = &v->rng, .clock = &v->clock, .line_shift = v->llc->line_shift,
+			.c_l2 = c_l2, .c_llc = c_llc, .c_mem = c_mem, .c_seq = c_seq,
+			.llc = llc_lookup, .charge = charge_miss, .prefetched = prefetched,
+		};
 		if (ngrid) {
 			unsigned int k;
 
@@ -819,12 +844,14 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 	fprintf(out, "config l1=%" PRIu64 "/%u l2=%" PRIu64 "/%u llc=%" PRIu64 "/%u"
 		" line=%u llc_sets=%u colors=%" PRIu64 " repl=%s sim=%s vcpus=%d"
 		" cpi=%g lat_l2=%g lat_llc=%g lat_mem=%g lat_seq=%g sync=%" PRIu64
-		" rob=%" PRIu64 " mshr=%u ram_mib=%" PRIu64 " llc_domains=%u pf=%u pf_streams=%u pf_xlat=%u",
+		" rob=%" PRIu64 " mshr=%u ram_mib=%" PRIu64 " llc_domains=%u pf=%u pf_streams=%u pf_xlat=%u"
+		" bw_peak=%g bw_umax=%g bw_slot=%" PRIu64,
 		cfg.l1, cfg.l1_ways, cfg.l2, cfg.l2_ways, cfg.llc, cfg.llc_ways,
 		cfg.line, llcs[0].sets, cfg.llc / ((uint64_t)cfg.llc_ways * 4096),
 		cfg.repl == CM_LRU ? "lru" : "random", cfg.tagged ? "tagged" : "always",
 		nvcpus, cfg.cpi, cfg.lat_l2, cfg.lat_llc, cfg.lat_mem, cfg.lat_seq, cfg.sync / 100,
-		cfg.rob, cfg.mshr, ram_size >> 20, cfg.llc_domains, cfg.pf, cfg.pf_streams, cfg.pf_xlat);
+		cfg.rob, cfg.mshr, ram_size >> 20, cfg.llc_domains, cfg.pf, cfg.pf_streams, cfg.pf_xlat,
+		cfg.bw_peak, cfg.bw_umax, cfg.bw_slot);
 	for (i = 0; i < (int)ngrid; i++)
 		fprintf(out, " g%d=%g:%" PRIu64 ":%u", i, gridpts[i].cpi, gridpts[i].rob, gridpts[i].mshr);
 	fprintf(out, "\n");

@@ -153,7 +153,12 @@ def machine(args, d):
             f'outstanding one loaded issues when that one completes, and the vCPU stalls only with '
             f'{c.get("mshr")} misses outstanding or the oldest {c.get("rob")} instructions behind '
             f'([llcsim-mlp](llcsim-mlp.md)).' if int(c.get('rob', 0) or 0) else
-            ' No overlap of misses (rob=0).'),
+            ' No overlap of misses (rob=0).') + (
+            f' Memory-bandwidth contention on: a miss to memory costs lat_mem / (1 - min(u, '
+            f'{c.get("bw_umax")})), u = the lines both vCPUs moved to and from memory (LLC misses, prefetch '
+            f'fills) in the last 16 x {c.get("bw_slot")} modeled cycles over a peak of {c.get("bw_peak")} lines '
+            f'per 1000 cycles ([llcsim-calibration](llcsim-calibration.md)).'
+            if float(c.get('bw_peak', 0) or 0) else ''),
         f'- vCPU synchronisation on modeled time: quantum {c.get("sync")} cycles (0 = off; the two vCPUs '
         f'advance in modeled time together, so a co-runner applies the pressure its modeled speed allows).',
         f'- Command: `{args.cmd}` (guest run {args.secs} s wall, boot-test exit {args.boot_rc}).',

@@ -12,7 +12,12 @@ three ratios (ties: the smallest sum of errors), writes the page
 (docs/results/llcsim-calibration.md) and, when the runs are sound, the
 profile run.sh uses with TIMING=calibrated (calibration/profile.env).  Exit status 1 when a check
 fails (a guest run failed, a loop is missing, the grid disagrees with the
-main timing, or the fit is off by more than --tolerance)."""
+main timing, or the fit is off by more than --tolerance).
+
+`calibrate.py bandwidth --memload calibration/native-memload.json --profile
+calibration/profile.env [--page docs/results/llcsim-calibration.md]` fits the
+memory-bandwidth term (BW_PEAK, BW_UMAX) on the native contention runs alone
+and writes it into the profile and the page's section on it."""
 import argparse
 import datetime
 import json
@@ -57,7 +62,140 @@ def evaluate(run, native):
     return d, loops, points
 
 
+BW_SECTION = '## Memory-bandwidth contention (the bandwidth term)'
+BW_KEYS = ('BW_PEAK', 'BW_UMAX')
+
+
+def fit_bandwidth(ml, lat_mem=200.0):
+    """The bandwidth term's two parameters from the native contention runs
+    (calibration/native-memload.json, benchmarks/llcsim/native/memload.py).
+
+    A modeled cycle is the native 256 MiB chase's load over lat_mem (the
+    model charges lat_mem for it).  The chase beside the stream pays r times
+    its alone latency: lat / (1 - u) says the stream's lines keep the memory
+    u = 1 - 1/r busy, so the peak is the stream's lines per modeled cycle
+    (alone: the chase takes little) over u.  umax: what two streams side by
+    side move together over the peak (the memory saturated), at least the
+    one stream's u, at most 0.95.  r <= 1: no contention seen, the term off."""
+    ch = ml['chase']['262144']
+    st = ml['stream']
+    lat0, r = ch['alone_s']['median'], ch['ratio']['median']
+    cycle_ns = lat0 / lat_mem
+    one = st['alone_s']['median'] * cycle_ns           # lines per modeled cycle, one stream
+    two = 2 * st['beside_s']['median'] * cycle_ns      # both, side by side
+    out = {'cycle_ns': cycle_ns, 'ratio': r, 'lat0_ns': lat0, 'stream_lines_per_cycle': one,
+           'two_streams_lines_per_cycle': two}
+    if r <= 1:
+        out.update(u_stream=0.0, peak=0.0, umax=0.0)
+        return out
+    u = 1 - 1 / r
+    peak = one / u
+    out.update(u_stream=u, peak=1000 * peak, umax=min(0.95, max(u, two / peak)))
+    return out
+
+
+def bandwidth_lines(ml, fit):
+    """The calibration page's section on the bandwidth term."""
+    def cell(x, f='{:.4g}'):
+        s = x['median'] if isinstance(x, dict) else x
+        return f.format(s) + (f' ({f.format(x["min"])}-{f.format(x["max"])})' if isinstance(x, dict) else '')
+    L = [BW_SECTION, '',
+         'The timing above charges a miss to memory lat_mem (200 cycles) whatever the other vCPU does. '
+         'Natively a stream on the other vCPU slows a DRAM-bound chase (below), so with the term on '
+         '(`bw_peak=`, plugin/bandwidth.h) a miss to memory costs lat_mem / (1 - min(u, umax)), u = the '
+         'lines both vCPUs moved through the memory interface (demand LLC misses and prefetch fills that '
+         'missed the LLC, in a window of 16 x 1000 modeled cycles shared by the vCPUs) over a peak. '
+         'Written-back dirty lines are not counted (the cache model keeps no dirty bits): the peak is in '
+         'lines filled, fitted on a stream that writes back every line it reads. Two parameters, fitted '
+         'on the native contention runs only (`calibrate.py bandwidth`; nothing of the PostgreSQL curve):', '',
+         f'- Native: {ml["machine"]}; {ml["date"]}, {ml["pairs"]} alternating pairs each (alone, beside), '
+         f'{ml["guard"].lstrip("- ")}',
+         f'- Command: `{ml["command"]}`; raw runs in `benchmarks/llcsim/calibration/native-memload.json`.', '',
+         '| loop | alone, median (min-max) | beside the co-runner | beside / alone per pair |',
+         '| --- | --- | --- | --- |']
+    for kib, x in sorted(ml['chase'].items(), key=lambda kv: int(kv[0])):
+        L.append(f'| chase {int(kib) // 1024} MiB, ns per load, beside stream_antagonist | {cell(x["alone_s"])} | '
+                 f'{cell(x["beside_s"])} | {cell(x["ratio"], "{:.2f}")}x |')
+    L.append(f'| stream, lines per ns, beside stream_antagonist | {cell(ml["stream"]["alone_s"])} | '
+             f'{cell(ml["stream"]["beside_s"])} | {cell(ml["stream"]["ratio"], "{:.2f}")}x |')
+    for k, what in (('smt_alu', 'dependent ALU loop, ns per iteration, beside the same'),
+                    ('smt_l2chase', 'chase 256 KiB (L2), ns per load, beside the same')):
+        if k in ml:
+            x = ml[k]
+            L.append(f'| {what} | {cell(x["alone_s"])} | {cell(x["beside_s"])} | {cell(x["ratio"], "{:.2f}")}x |')
+    L += ['', '| parameter | fitted | from |', '| --- | --- | --- |',
+          f'| `BW_PEAK` | {fit["peak"]:.1f} lines per 1000 cycles | the stream\'s {fit["stream_lines_per_cycle"]:.3f} '
+          f'lines per modeled cycle (1 cycle = the 256 MiB chase\'s {fit["lat0_ns"]:.1f} ns / 200) over '
+          f'u = 1 - 1/{fit["ratio"]:.2f} = {fit["u_stream"]:.3f} (the chase beside it) |',
+          f'| `BW_UMAX` | {fit["umax"]:.3f} | two streams together move {fit["two_streams_lines_per_cycle"]:.3f} lines '
+          f'per cycle: over the peak, at least the one stream\'s u, at most 0.95 |', '',
+          'Written to `benchmarks/llcsim/calibration/profile.env` (`TIMING=calibrated`); `TIMING=legacy` and '
+          'an unset `BW_PEAK` leave the term off. The fit reproduces the 256 MiB chase beside the stream by '
+          'construction; the smaller chases beside it are what the LLC sharing must explain, not this term.', '']
+    return L
+
+
+def set_profile(path, values, comment=None):
+    """Set KEY=value lines of profile.env (added at the end when missing),
+    and the comment line that starts as `comment` does up to its colon."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    if comment:
+        head = comment.split(':')[0]
+        lines = [ln for ln in lines if not ln.startswith(head)]
+        at = next((i for i, ln in enumerate(lines) if ln.startswith(tuple(values))), len(lines))
+        lines.insert(at, comment)
+    for k, v in values.items():
+        new = f'{k}={v}'
+        i = next((i for i, ln in enumerate(lines) if ln.startswith(k + '=')), None)
+        if i is None:
+            lines.append(new)
+        else:
+            lines[i] = new
+    with open(path, 'w') as f:
+        f.write('\n'.join(lines) + '\n')
+
+
+def replace_section(text, lines):
+    """The page with its bandwidth section replaced by `lines` (or put
+    before the hand-written analysis, or at the end)."""
+    block = '\n'.join(lines).rstrip('\n') + '\n\n'
+    start = text.find(BW_SECTION)
+    if start >= 0:
+        end = min([i for i in (text.find('\n## ', start + 1), text.find('\n<!-- ', start + 1)) if i >= 0]
+                  or [len(text)])
+        return text[:start] + block + text[end + 1:]
+    at = text.find('<!-- analysis')
+    at = len(text) if at < 0 else at
+    return text[:at] + block + text[at:]
+
+
+def bandwidth_main(argv):
+    ap = argparse.ArgumentParser(prog='calibrate.py bandwidth',
+                                 description='fit the bandwidth term on the native contention runs')
+    ap.add_argument('--memload', required=True, help='calibration/native-memload.json')
+    ap.add_argument('--profile', required=True, help='calibration/profile.env (BW_PEAK, BW_UMAX set)')
+    ap.add_argument('--page', help='docs/results/llcsim-calibration.md: its bandwidth section replaced')
+    a = ap.parse_args(argv)
+    with open(a.memload) as f:
+        ml = json.load(f)
+    fit = fit_bandwidth(ml)
+    set_profile(a.profile, {'BW_PEAK': f'{fit["peak"]:.1f}', 'BW_UMAX': f'{fit["umax"]:.3f}'},
+                f'# BW_PEAK, BW_UMAX: `run.sh calibrate-bw` (calibrate.py bandwidth) on the native contention runs '
+                f'of {ml["date"]} (calibration/native-memload.json)')
+    if a.page:
+        with open(a.page) as f:
+            text = f.read()
+        with open(a.page, 'w') as f:
+            f.write(replace_section(text, bandwidth_lines(ml, fit)))
+    print(f'bandwidth: BW_PEAK={fit["peak"]:.1f} BW_UMAX={fit["umax"]:.3f} (u of one stream {fit["u_stream"]:.3f}, '
+          f'chase beside it {fit["ratio"]:.2f}x)')
+    return 0
+
+
 def main():
+    if sys.argv[1:2] == ['bandwidth']:
+        return bandwidth_main(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--run', nargs=4, action='append', required=True, metavar=('SERIAL', 'SIM', 'RC', 'SECS'),
                     help='a guest run: serial log, plugin log, boot-test exit, wall seconds')
@@ -176,16 +314,28 @@ def main():
             e = p['errs']
             L.append(f'| {p["pf"]} | {p["cpi"]:g} | {p["rob"]} | {p["mshr"]} | {100 * e["rand"][2]:+.1f}% | '
                      f'{100 * e["stream"][2]:+.1f}% | {100 * e["hash"][2]:+.1f}% | {100 * p["worst"]:.1f}% |')
+    memload = os.path.join(os.path.dirname(args.native), 'native-memload.json')
+    if os.path.exists(memload):     # the bandwidth term's section, as calibrate.py bandwidth writes it
+        with open(memload) as f:
+            ml = json.load(f)
+        L += [''] + bandwidth_lines(ml, fit_bandwidth(ml))
     write_page(args.out, '\n'.join(L) + '\n')
     ok = all(ok for ok, _ in checks)
     if best and args.profile and runs_ok:     # the best fit, even one off by more than the tolerance
+        bw, bw_comment = {}, ''
+        if os.path.exists(args.profile):      # calibrate.py bandwidth's values stay
+            with open(args.profile) as f:
+                kept = [ln for ln in f if ln.startswith(BW_KEYS + ('# BW_',))]
+            bw = dict(ln.strip().split('=', 1) for ln in kept if not ln.startswith('#'))
+            bw_comment = ''.join(ln for ln in kept if ln.startswith('#'))
         now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
         with open(args.profile, 'w') as f:
             f.write(f'# llcsim TIMING=calibrated: fitted by `{args.cmd}` on {now}\n'
                     f'# (docs/results/llcsim-calibration.md; worst error {100 * best["worst"]:.1f}% against\n'
                     f'# calibration/native-mlp.json).  run.sh takes each value unless the variable is set.\n'
                     f'CPI={best["cpi"]:g}\nROB={best["rob"]}\nMSHR={best["mshr"]}\nPF={best["pf"]}\n'
-                    f'PF_XLAT={best["pf_xlat"]}\nLAT_SEQ=200\n')
+                    f'PF_XLAT={best["pf_xlat"]}\nLAT_SEQ=200\n' + bw_comment +
+                    ''.join(f'{k}={v}\n' for k, v in bw.items()))
     for ok_, what in checks:
         print(f'{"ok" if ok_ else "not ok"} - {what}')
     return 0 if ok else 1

@@ -20,18 +20,51 @@ from mccdb_bench.native_study import rows_for
 LIMIT = 0.30
 
 
-def pairs(d):
-    """rows -> rep -> {'alone': cycles, 'stream': cycles}; phases without a dump counted."""
+def pairs(d, field='cycles'):
+    """rows -> rep -> {'alone': count, 'stream': count} of a dump field (user
+    + kernel; default the modeled cycles); phases without a dump counted."""
     out, missing = {}, 0
     for r in d.get('pg', []):
         if 'phase' not in r:
             continue
-        cyc = total(d, r['tag'], 'cycles')
-        if cyc is None:
+        x = d['dumps'].get(int(r['tag']))
+        if x is None or f'u_{field}' not in x:
             missing += 1
             continue
-        out.setdefault(int(r['rows']), {}).setdefault(int(r['rep']), {})[r['phase']] = cyc
+        out.setdefault(int(r['rows']), {}).setdefault(int(r['rep']), {})[r['phase']] = total(d, r['tag'], field)
     return out, missing
+
+
+def decomposition(d, rows):
+    """Table lines: per size, the LLC misses alone and beside the stream and
+    the cycles the bandwidth term added beside it (the dumps' bwlat: extra
+    latency of the misses to memory, before their overlap), medians over the
+    repetitions; [] when the dumps have no bwlat (the term was off)."""
+    cyc, _ = pairs(d)
+    llcm, _ = pairs(d, 'llcm')
+    bw, missing = pairs(d, 'bwlat')
+    if missing or not bw:
+        return []
+    L = ['', '## Where the co-run time goes', '',
+         'Medians over the repetitions. LLC misses: the server vCPU\'s (user + kernel) in the measured query. '
+         'Contention latency: what the bandwidth term added to its misses to memory beside the stream, as a '
+         'share of the co-run query\'s cycles (an upper bound of its cost: overlapped misses hide part of it).', '',
+         '| native table MB | LLC misses alone | LLC misses beside the stream | beside / alone | '
+         'contention latency beside, share of the co-run cycles | the same alone |',
+         '| --- | --- | --- | --- | --- | --- |']
+
+    def med(xs):
+        return summarize(xs).median if xs else float('nan')
+    for r, mb in sorted(rows.items()):
+        reps = [rep for rep, p in llcm.get(r, {}).items() if 'alone' in p and 'stream' in p]
+        if not reps:
+            continue
+        la, ls = med([llcm[r][k]['alone'] for k in reps]), med([llcm[r][k]['stream'] for k in reps])
+        share = {ph: med([bw[r][k][ph] / cyc[r][k][ph] for k in reps if ph in bw[r].get(k, {})])
+                 for ph in ('stream', 'alone')}
+        L.append(f'| {mb:g} | {la:.4g} | {ls:.4g} | {ls / la:.2f}x | {100 * share["stream"]:.1f}% | '
+                 f'{100 * share["alone"]:.1f}% |')
+    return L
 
 
 def verdict(sim, nat):
@@ -92,6 +125,7 @@ def pgvalidate(args, d):
                  f'{nat["median"]:.2f}x ({nat["lo"]:.2f}-{nat["hi"]:.2f}) | {100 * err:+.0f}% | '
                  f'{"PASS" if ok else "FAIL"} |')
     L += ['', f'Validation: {passed} of {len(rows)} sizes pass.']
+    L += decomposition(d, rows)
     write_page(args.out, '\n'.join(L) + '\n')
     for ok, what in checks:
         print(f'{"ok" if ok else "not ok"} - {what}')

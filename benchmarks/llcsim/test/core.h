@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * core.h - one simulated core for host tests: the plugin's L1/L2/LLC
- * (cachemodel.h), stride prefetcher (prefetch.h) and miss-overlap timing
- * (timing.h) wired as plugin/llcsim.c wires them, fed with synthetic
- * accesses.  Virtual pages map to scattered 4 KiB frames, as a guest's do.
+ * (cachemodel.h), stride prefetcher (prefetch.h), miss-overlap timing
+ * (timing.h) and memory-bandwidth contention (bandwidth.h, shared by the
+ * cores given the same struct bw_model), an access going through them in
+ * the plugin's own order (plugin/access.h, which plugin/llcsim.c uses too),
+ * fed with synthetic accesses.  Virtual pages map to scattered 4 KiB
+ * frames, as a guest's do.
  */
 #ifndef LLCSIM_TEST_CORE_H
 #define LLCSIM_TEST_CORE_H
@@ -14,17 +17,49 @@
 #include "../plugin/cachemodel.h"
 #include "../plugin/prefetch.h"
 #include "../plugin/timing.h"
+#include "../plugin/bandwidth.h"
+#include "../plugin/access.h"
 
 struct core {
 	struct cm_cache l1, l2, llc;
 	struct pf pf;
 	struct tm_core tm;
+	struct acc_path path;		/* plugin/access.h: the order of an access */
 	uint64_t rng, clock, icount;	/* clock: centicycles */
 	uint64_t c_cpi, c_l2, c_llc, c_mem;
-	uint64_t l1m, l2h, llch, mem, pf_fill;
+	uint64_t l1m, l2h, llch, mem, pf_fill, pf_mem;
+	uint64_t va, val;		/* the access under way (for the overlap model) */
 	uint64_t *frame;		/* virtual page -> frame */
 	uint64_t npages;
 };
+
+/* access.h's hooks: the core's own LLC, its counters, its timing */
+static inline int core_llc(void *ctx, uint64_t pa)
+{
+	struct core *c = ctx;
+
+	return cm_access(&c->llc, pa, &c->rng);
+}
+
+static inline void core_charge(void *ctx, enum acc_level level, uint64_t lat, uint64_t base)
+{
+	struct core *c = ctx;
+
+	(void)base;
+	c->l1m++;
+	c->l2h += level == ACC_L2;
+	c->llch += level == ACC_LLC;
+	c->mem += level >= ACC_MEM;
+	c->clock += c->tm.rob ? tm_stall(&c->tm, c->clock, c->icount, c->va, c->val, lat) : lat;
+}
+
+static inline void core_prefetched(void *ctx, int llc_hit)
+{
+	struct core *c = ctx;
+
+	c->pf_fill++;
+	c->pf_mem += !llc_hit;
+}
 
 /* A core with the plugin's default geometry; pages: virtual pages mapped
  * (to distinct random frames below 4 GiB). rob = 0: additive timing. */
@@ -44,6 +79,12 @@ static inline int core_init(struct core *c, uint64_t npages, unsigned int pf, un
 	c->c_l2 = 1200;
 	c->c_llc = 4000;
 	c->c_mem = 20000;
+	c->path = (struct acc_path){
+		.l1 = &c->l1, .l2 = &c->l2, .pf = pf ? &c->pf : NULL, .rng = &c->rng, .clock = &c->clock,
+		.line_shift = c->llc.line_shift, .c_l2 = c->c_l2, .c_llc = c->c_llc, .c_mem = c->c_mem,
+		.c_seq = c->c_mem,	/* the calibrated profile's LAT_SEQ = lat_mem */
+		.llc = core_llc, .charge = core_charge, .prefetched = core_prefetched,
+	};
 	c->npages = npages;
 	c->frame = malloc(npages * sizeof(*c->frame));
 	pool = malloc(nframes * sizeof(*pool));
@@ -60,6 +101,12 @@ static inline int core_init(struct core *c, uint64_t npages, unsigned int pf, un
 	}
 	free(pool);
 	return 0;
+}
+
+/* The memory the core shares with others (bandwidth.h); NULL: none. */
+static inline void core_set_bw(struct core *c, struct bw_model *m)
+{
+	c->path.bw = m;
 }
 
 static inline void core_free(struct core *c)
@@ -82,35 +129,13 @@ static inline void core_insns(struct core *c, unsigned int n)
 	c->clock += n * c->c_cpi;
 }
 
-/* A load at va that read val (a pointer, or 0). */
+/* A load at va that read val (a pointer, or 0): a user access, as the
+ * guest's loops are. */
 static inline void core_load(struct core *c, uint64_t va, uint64_t val)
 {
-	uint64_t pa = core_pa(c, va), lat, t[PF_MAX_DIST];
-	unsigned int i, n;
-
-	pf_seen(&c->pf, va, pa);
-	if (cm_access(&c->l1, pa, &c->rng))
-		return;
-	c->l1m++;
-	if (cm_access(&c->l2, pa, &c->rng)) {
-		c->l2h++;
-		lat = c->c_l2;
-	} else if (cm_access(&c->llc, pa, &c->rng)) {
-		c->llch++;
-		lat = c->c_llc;
-	} else {
-		c->mem++;
-		lat = c->c_mem;
-	}
-	c->clock += c->tm.rob ? tm_stall(&c->tm, c->clock, c->icount, va, val, lat) : lat;
-	n = pf_miss(&c->pf, va, pa, t);
-	for (i = 0; i < n; i++) {
-		if (cm_probe(&c->l2, t[i]))
-			continue;
-		cm_access(&c->l2, t[i], &c->rng);
-		cm_access(&c->llc, t[i], &c->rng);
-		c->pf_fill++;
-	}
+	c->va = va;
+	c->val = val;
+	acc_access(&c->path, c, va, core_pa(c, va), 1);
 }
 
 #endif /* LLCSIM_TEST_CORE_H */

@@ -449,6 +449,118 @@ int main(void)
 		core_free(&k);
 	}
 
+	/*
+	 * 32-37: memory-bandwidth contention (bandwidth.h): a miss to memory
+	 * costs lat / (1 - min(u, umax)), u the lines of the last 16 slots of
+	 * modeled time over what the peak moves in them.
+	 */
+	{
+		struct bw_model m;
+		uint64_t t, lat;
+
+		/* 32: off (peak 0): the latency as given, whatever the traffic */
+		bw_init(&m, 0, 0.9, 1000);
+		for (t = 0; t < 2000000; t += 100)
+			bw_add(&m, t);
+		lat = bw_latency(&m, 2000000, 20000);
+		ok(lat == 20000, "%g centicycles, want %g", "bandwidth off: a miss costs lat_mem", (double)lat, 20000);
+
+		/* 33: 5 lines per 1000 cycles at a peak of 10: u = 0.5, twice the latency */
+		bw_init(&m, 10, 0.9, 1000);
+		lat = bw_latency(&m, 0, 20000);
+		for (t = 0; t < 2000000; t += 20000)	/* one line per 200 cycles */
+			bw_add(&m, t);
+		{
+			uint64_t l2 = bw_latency(&m, 2000000 - 1, 20000);
+
+			ok(lat == 20000 && l2 > 0.99 * 40000 && l2 < 1.01 * 40000, "idle %g, at u = 0.5 %g",
+			   "bandwidth: no traffic, lat_mem; half the peak, twice it", (double)lat, (double)l2);
+		}
+
+		/* 34: far above the peak: capped at 1 / (1 - umax) */
+		bw_init(&m, 10, 0.9, 1000);
+		for (t = 0; t < 2000000; t += 500)	/* 200 lines per 1000 cycles */
+			bw_add(&m, t);
+		lat = bw_latency(&m, 2000000 - 1, 20000);
+		ok(lat == 200000, "%g centicycles, want %g", "bandwidth: u capped at umax (10x at 0.9)", (double)lat, 200000);
+
+		/* 35: traffic older than the window does not count */
+		lat = bw_latency(&m, 2000000 + 16 * 100000 + 100000, 20000);
+		ok(lat == 20000, "%g centicycles, want %g", "bandwidth: the window forgets old traffic", (double)lat, 20000);
+
+		/* 36: lines a vCPU ahead in modeled time added count for one behind */
+		bw_init(&m, 10, 0.9, 1000);
+		for (t = 500000; t < 1300000; t += 20000)	/* 40 lines, 0-8000 cycles ahead */
+			bw_add(&m, t);
+		lat = bw_latency(&m, 500000, 20000);
+		ok(lat > 0.99 * 20000 / 0.75 && lat < 1.01 * 20000 / 0.75, "%g centicycles, want %g",
+		   "bandwidth: traffic of a vCPU ahead counts (u = 40 / 160)", (double)lat, 20000 / 0.75);
+	}
+	{
+		/* 37: two cores sharing the memory: a pointer chase beside a
+		 * prefetched stream pays lat_mem / (1 - u), u their lines per
+		 * cycle over the peak; alone it pays lat_mem */
+		struct bw_model m;
+		struct core a, b;
+		uint64_t lines = 16 << 14, pages = (16 << 8) + 4096 + 512, *next, *perm, i, cur = 0, sl = 0;
+		uint64_t a0, b0, lines0, mem0, loads = 0;
+		double alone, beside, u, peak = 600;
+
+		core_init(&a, pages, 16, 16, 160, 14, 0.4);
+		core_init(&b, pages, 16, 16, 160, 14, 0.4);
+		next = malloc(lines * sizeof(*next));
+		perm = malloc(lines * sizeof(*perm));
+		for (i = 0; i < lines; i++)
+			perm[i] = i;
+		for (i = lines - 1; i > 0; i--) {
+			uint64_t j = cm_xorshift(&a.rng) % (i + 1), x = perm[i];
+
+			perm[i] = perm[j];
+			perm[j] = x;
+		}
+		for (i = 0; i < lines; i++)
+			next[perm[i]] = perm[(i + 1) % lines];
+		free(perm);
+		bw_init(&m, peak, 0.9, 1000);
+		core_set_bw(&a, &m);
+		core_set_bw(&b, &m);
+		loop_touch(&a, lines * 64);
+		a0 = a.clock;
+		for (i = 0; i < 50000; i++) {	/* alone: b idle */
+			core_insns(&a, 4);
+			core_load(&a, LOOP_BASE + cur * 64, LOOP_BASE + next[cur] * 64);
+			cur = next[cur];
+		}
+		alone = (double)(a.clock - a0) / 100 / 50000;
+		b.clock = a.clock;
+		a0 = a.clock;
+		b0 = b.clock;
+		lines0 = b.mem + b.pf_mem + a.mem + a.pf_mem;
+		mem0 = a.mem;
+		while (loads < 50000) {		/* the lower clock steps */
+			if (a.clock <= b.clock) {
+				core_insns(&a, 4);
+				core_load(&a, LOOP_BASE + cur * 64, LOOP_BASE + next[cur] * 64);
+				cur = next[cur];
+				loads++;
+			} else {
+				core_insns(&b, 7);
+				core_load(&b, LOOP_BASE + (64 << 20) + (sl++ % lines) * 64, 0);
+			}
+		}
+		beside = (double)(a.clock - a0) / 100 / 50000;
+		u = (double)(b.mem + b.pf_mem + a.mem + a.pf_mem - lines0) /
+		    ((double)(a.clock - a0 + b.clock - b0) / 2 / 100) / (peak / 1000);
+		ok(alone > 0.97 * 200 && alone < 203 && a.mem - mem0 > 0.95 * 50000 &&
+		   beside > 0.9 * 200 / (1 - u) && beside < 1.1 * 200 / (1 - u),
+		   "%.1f cycles per load beside the stream, 200 / (1 - u) = %.1f",
+		   "bandwidth: a chase beside a stream on another core pays lat_mem / (1 - u)", beside, 200 / (1 - u));
+		printf("# 37: alone %.1f cycles per load, u = %.3f beside the stream\n", alone, u);
+		free(next);
+		core_free(&a);
+		core_free(&b);
+	}
+
 	printf("# %d/%d passed\n", ntest - nfail, ntest);
 	return nfail ? 1 : 0;
 }
