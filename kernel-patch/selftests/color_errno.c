@@ -41,7 +41,7 @@ int main(void)
 	char *p, *ro, *hole;
 	int mode, ok;
 
-	pc_init(39);
+	pc_init(41);
 	nr = (unsigned long)pc_nr_colors;
 	ps = (unsigned long)pc_page_size;
 	memset(mask, 0, sizeof(mask));
@@ -90,6 +90,11 @@ int main(void)
 	tap_ok(EXPECT(pagecolor_sys_set_color_policy(COLOR_MODE_BIND,
 						     (unsigned long *)(hole + ps), nr), EFAULT),
 	       "set_color_policy: unmapped mask -> EFAULT");
+	tap_ok(EXPECT(pagecolor_sys_set_color_policy_flags(COLOR_MODE_BIND, mask, nr, 1), EINVAL),
+	       "set_color_policy: flags 1 -> EINVAL (no flag is defined)");
+	tap_ok(EXPECT(pagecolor_sys_set_color_policy_flags(COLOR_MODE_DEFAULT, NULL, 0,
+							   0x80000000U), EINVAL),
+	       "set_color_policy: DEFAULT with flags 0x80000000 -> EINVAL");
 	ok = EXPECT(pagecolor_sys_set_color_policy(COLOR_MODE_BIND, mask, nr), 0) &&
 	     EXPECT(pagecolor_sys_set_color_policy(COLOR_MODE_DEFAULT, NULL, 0), 0);
 	tap_ok(ok, "set_color_policy: valid BIND, then DEFAULT with NULL mask succeed");

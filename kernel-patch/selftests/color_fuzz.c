@@ -196,8 +196,9 @@ static int fuzz(long iterations)
 		case 0:
 			mask = rand_mask_ptr(0);
 			maxc = rand_maxcolor();
-			r = pagecolor_sys_set_color_policy(rand_mode(),
-							   (unsigned long *)mask, maxc);
+			r = pagecolor_sys_set_color_policy_flags(rand_mode(),
+								 (unsigned long *)mask, maxc,
+								 rnd() % 4 ? 0 : rand_flags());
 			break;
 		case 1:
 			rand_range(&start, &len);
@@ -248,9 +249,15 @@ static int fuzz(long iterations)
 		if (i % 211 == 0) {
 			errno = 0;
 			r = thp_mbind();
+			/*
+			 * A piece of the THP arena is private to this process
+			 * and smaller than a colour's share: EIO (pages left
+			 * unmoved) is a bug here, e.g. a THP split for the move
+			 * counted as a failure (issue 29 item 8).
+			 */
 			if (r == 0) {
 				thp_calls++;
-			} else if (!(r == -1 && errno_ok(errno))) {
+			} else if (!(r == -1 && errno_ok(errno) && errno != EIO)) {
 				if (bad_errno < 10)
 					printf("# THP mbind returned %ld errno %d (%s)\n",
 					       r, errno, strerror(errno));
@@ -286,13 +293,74 @@ static int fuzz(long iterations)
 	return bad_errno ? 1 : 0;
 }
 
+/*
+ * Migrating THP-backed ranges, deterministic (issue 29 item 8): a fresh
+ * huge page, private, bound in a piece to colours with room, must move
+ * with no EIO: (0) the whole huge page, (1) a piece in its middle, (2) all
+ * but its first page after MADV_DONTNEED zapped that one (the head is no
+ * longer mapped).  Returns how many cases failed; 0 when no THP was made.
+ */
+static int thp_cases(int *made)
+{
+	static const struct { unsigned long first, n; int zap_head; } cs[] = {
+		{ 0, 512, 0 }, { 100, 64, 0 }, { 1, 511, 1 },
+	};
+	int bad = 0;
+	size_t k;
+
+	*made = 0;
+	for (k = 0; k < sizeof(cs) / sizeof(cs[0]); k++) {
+		char *m = mmap(NULL, 2 * PC_HUGE, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		char *h = (char *)(((uintptr_t)m + PC_HUGE - 1) & ~(PC_HUGE - 1));
+		pagecolor_set_t s;
+		struct pc_check r;
+		unsigned long i;
+		char list[16];
+		long rc;
+
+		if (m == MAP_FAILED)
+			return bad + 1;
+		madvise(h, PC_HUGE, MADV_HUGEPAGE);
+		for (i = 0; i < PC_HUGE / ps; i++)
+			h[i * ps] = (char)i;
+		if (!pc_is_thp(h)) {
+			munmap(m, 2 * PC_HUGE);
+			continue;
+		}
+		(*made)++;
+		if (cs[k].zap_head)
+			madvise(h, ps, MADV_DONTNEED);
+		/* two colours: room for a whole huge page at 256 colours */
+		snprintf(list, sizeof(list), "%lu-%lu", (1 + 2 * k) % nr, (2 + 2 * k) % nr);
+		s = pc_set(list);
+		errno = 0;
+		rc = pagecolor_sys_color_mbind((unsigned long)h + cs[k].first * ps,
+					       cs[k].n * ps, COLOR_MODE_BIND, s.bits,
+					       PAGE_COLOR_MAX_COLORS, COLOR_MBIND_MIGRATE);
+		if (pc_check_range(h + cs[k].first * ps, cs[k].n, &s, &r))
+			r.bad = r.absent = cs[k].n;
+		for (i = cs[k].zap_head; i < PC_HUGE / ps; i++)
+			if (h[i * ps] != (char)i)
+				r.bad++;
+		printf("# THP case %zu (pages %lu-%lu%s): rc %ld (%s), %zu of %lu pages "
+		       "outside colours %s or changed\n", k, cs[k].first,
+		       cs[k].first + cs[k].n - 1, cs[k].zap_head ? ", head zapped" : "",
+		       rc, rc ? strerror(errno) : "ok", r.bad + r.absent, cs[k].n, list);
+		if (rc || r.bad || r.absent)
+			bad++;
+		munmap(m, 2 * PC_HUGE);
+	}
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	long iterations = argc > 1 ? atol(argv[1]) : 100000;
 	int st, trouble;
 	pid_t pid;
 
-	pc_init(4);
+	pc_init(5);
 	ps = pc_page_size;
 	nr = (unsigned long)pc_nr_colors;
 	if (argc > 2)
@@ -302,6 +370,14 @@ int main(int argc, char **argv)
 	tap_ok(trouble == 0, "dmesg clean before fuzzing");
 	if (pc_write_file(THP_ENABLED, "always"))
 		tap_diag("%s: %s", THP_ENABLED, strerror(errno));
+	{
+		int made, bad;
+
+		ps = pc_page_size;
+		bad = thp_cases(&made);
+		tap_ok(made && !bad, "THP-backed ranges migrate without EIO: %d of %d "
+		       "cases failed (THP made in %d)", bad, 3, made);
+	}
 	pid = fork();
 	if (pid == 0)
 		_exit(fuzz(iterations));

@@ -272,16 +272,22 @@ int pagecolor_read_counter(const char *name, unsigned long long *value)
 
 /* ------------------------------------------------------------ syscalls */
 
-long pagecolor_sys_set_color_policy(int mode, const unsigned long *mask,
-				    unsigned long maxcolor)
+long pagecolor_sys_set_color_policy_flags(int mode, const unsigned long *mask,
+					  unsigned long maxcolor, unsigned int flags)
 {
 #ifdef __NR_set_color_policy
-	return syscall(__NR_set_color_policy, mode, mask, maxcolor);
+	return syscall(__NR_set_color_policy, mode, mask, maxcolor, flags);
 #else
-	(void)mode; (void)mask; (void)maxcolor;
+	(void)mode; (void)mask; (void)maxcolor; (void)flags;
 	errno = ENOSYS;
 	return -1;
 #endif
+}
+
+long pagecolor_sys_set_color_policy(int mode, const unsigned long *mask,
+				    unsigned long maxcolor)
+{
+	return pagecolor_sys_set_color_policy_flags(mode, mask, maxcolor, 0);
 }
 
 long pagecolor_sys_color_mbind(unsigned long start, unsigned long len,

@@ -120,9 +120,15 @@ int pagecolor_mbind(void *addr, size_t len, int mode,
 int pagecolor_get_policy(int *mode, pagecolor_set_t *set, void *addr,
 			 unsigned int flags);
 
-/* Raw system calls, no probe, no argument checking (for tests). */
+/*
+ * Raw system calls, no probe, no argument checking (for tests).
+ * pagecolor_sys_set_color_policy() passes flags 0 (the only value the
+ * kernel accepts today); _flags() passes any.
+ */
 long pagecolor_sys_set_color_policy(int mode, const unsigned long *mask,
 				    unsigned long maxcolor);
+long pagecolor_sys_set_color_policy_flags(int mode, const unsigned long *mask,
+					  unsigned long maxcolor, unsigned int flags);
 long pagecolor_sys_color_mbind(unsigned long start, unsigned long len,
 			       int mode, const unsigned long *mask,
 			       unsigned long maxcolor, unsigned int flags);
