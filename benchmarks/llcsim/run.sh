@@ -35,7 +35,7 @@
 #             native/tlbload.py, guarded) and two guest runs; writes
 #             calibration/profile.env and the section of
 #             docs/results/llcsim-calibration.md
-#   calibrate fit CPI, ROB, MSHR (a grid evaluated in one guest run) and the
+#   calibrate fit CPI, ROB, MSHR (with the profile's TLBs, DTLB..LAT_WALK) (a grid evaluated in one guest run) and the
 #             prefetch distance (a run each) to the committed native ratios;
 #             writes docs/results/llcsim-calibration.md and
 #             calibration/profile.env (TIMING=calibrated)
@@ -115,7 +115,17 @@ calibrated)
 	done <"$profile"
 	ROB_MLP=${ROB_MLP:-$ROB} ROB_PG=${ROB_PG:-$ROB}
 	;;
-legacy) ;;
+legacy)
+	# the timing fit: its loops translate as the profile's TLBs say
+	# (calibrate-tlb's fit), with the pages they have natively
+	if [ "${1:-}" = calibrate ]; then
+		while IFS='=' read -r k v; do
+			case $k in
+			DTLB | DTLB_WAYS | STLB | STLB_WAYS | LAT_STLB | LAT_WALK) [ -n "${!k+x}" ] || declare "$k=$v" ;;
+			esac
+		done <"$profile"
+	fi
+	;;
 *) echo "run.sh: TIMING is calibrated or legacy" >&2; exit 2 ;;
 esac
 

@@ -13,7 +13,7 @@ sys.path.insert(0, str(LLCSIM / "scripts"))
 import calibrate  # noqa: E402
 
 # name, native ratio 4 KiB / THP, simulated STLB hits and walks per unit on 4 KiB pages
-LOOPS = [("chase 8 MiB", 1.09, 0.9, 0.0), ("chase 32 MiB", 1.45, 0.3, 0.6),
+LOOPS = [("chase 512 KiB", 1.09, 0.9, 0.0), ("chase 32 MiB", 1.45, 0.3, 0.6),
          ("chase 128 MiB", 1.60, 0.1, 0.9), ("rand 128 MiB", 1.30, 0.1, 0.9)]
 S_TRUE, W_TRUE = 20.0, 120.0       # the latencies the native ratios below were made with
 

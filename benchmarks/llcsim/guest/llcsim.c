@@ -110,13 +110,14 @@ static int huge_pages;
 
 static void *alloc(size_t bytes)
 {
-	size_t map = huge_pages == 1 ? bytes + HUGE : bytes;
+	/* THP: whole 2 MiB pages inside the mapping, from an aligned start */
+	size_t map = huge_pages == 1 ? ((bytes + HUGE - 1) & ~(HUGE - 1)) + HUGE : bytes;
 	char *p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		die("mmap");
 	if (huge_pages == 1) {	/* 2 MiB aligned, so that every 2 MiB of it can be one page */
 		p = (char *)(((uintptr_t)p + HUGE - 1) & ~(HUGE - 1));
-		madvise(p, bytes, MADV_HUGEPAGE);
+		madvise(p, map - HUGE, MADV_HUGEPAGE);
 	} else if (huge_pages == 2) {
 		madvise(p, bytes, MADV_NOHUGEPAGE);
 	}

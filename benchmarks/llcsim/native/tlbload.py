@@ -6,9 +6,10 @@ llcsim time SPEC`, pinned to CPU 0 by itself) once with `/thp` (2 MiB
 aligned, MADV_HUGEPAGE: the pages the committed mlp loops ran on) and once
 with `/4k` (MADV_NOHUGEPAGE), in alternating pairs (--pairs, THP first), every
 pair behind the quiet-machine guard.  The 4 KiB run over the THP run of a
-pair is what the translation costs: a pointer chase of 8 MiB (within the
-L2 DTLB's 3072 x 4 KiB: L1 DTLB misses only), of 32 and 128 MiB (beyond it:
-page walks), and independent random loads over 128 MiB (walks that
+pair is what the translation costs: a pointer chase of 512 KiB (in the
+L2) and of 4 MiB (in the L3), beyond the L1 DTLB's 72 x 4 KiB but within
+the L2 DTLB's 3072 (STLB hits, no walk); of 32 and 128 MiB (beyond the
+STLB: page walks); and independent random loads over 128 MiB (walks that
 overlap).  The simulated loops (`sim`) are the same over 4 (the simulated
 caches' and TLBs' scale, as in run.sh pg-validate: native LLC share 8 MB,
 simulated LLC 2 MiB), with less work (modeled time does not need repeats).
@@ -31,10 +32,11 @@ BINARY = HERE.parent / "build" / "guest" / "llcsim"
 # (name, native SPEC, simulated SPEC (sizes over 4), tag of the simulated
 # THP run; its 4 KiB run is tag + 1)
 LOOPS = [
-    ("chase 8 MiB", "chase/8192/16", "chase/2048/8", 600),
-    ("chase 32 MiB", "chase/32768/4", "chase/8192/2", 602),
-    ("chase 128 MiB", "chase/131072/1", "chase/32768/1", 604),
-    ("rand 128 MiB", "rand/131072/4000000", "rand/32768/500000", 606),
+    ("chase 512 KiB", "chase/512/256", "chase/128/64", 600),
+    ("chase 4 MiB", "chase/4096/32", "chase/1024/8", 602),
+    ("chase 32 MiB", "chase/32768/4", "chase/8192/2", 604),
+    ("chase 128 MiB", "chase/131072/1", "chase/32768/1", 606),
+    ("rand 128 MiB", "rand/131072/4000000", "rand/32768/500000", 608),
 ]
 PAGES = ("thp", "4k")
 
