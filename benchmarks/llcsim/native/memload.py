@@ -39,6 +39,7 @@ from mccdb_bench.harness.cli import say_fn
 from mccdb_bench.native_study import STREAM_SOURCE, Stream, chase_ns
 
 HERE = pathlib.Path(__file__).resolve().parent
+REPO = HERE.parents[2]
 BWLOAD = HERE / "bwload.c"
 
 
@@ -167,7 +168,9 @@ def write_json(path, out, t0, load0, guard, script, argv, say):
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t0)),
         "minutes": round((time.time() - t0) / 60, 1), "load_at_start": load0,
         "guard": guard.summary().strip() if hasattr(guard, "summary") else "no guard (--no-guard)",
-        "command": " ".join([f".venv/bin/python benchmarks/llcsim/native/{script}"] + (argv or sys.argv[1:])),
+        "command": " ".join([f".venv/bin/python benchmarks/llcsim/native/{script}"] +
+                            [os.path.relpath(x, REPO) if x.startswith(str(REPO) + "/") else x
+                             for x in (argv or sys.argv[1:])]),
     })
     with open(path, "w") as f:
         json.dump(out, f, indent=1)

@@ -521,21 +521,18 @@ def main():
     write_page(args.out, '\n'.join(L) + '\n')
     ok = all(ok for ok, _ in checks)
     if best and args.profile and runs_ok:     # the best fit, even one off by more than the tolerance
-        bw, bw_comment = {}, ''
-        if os.path.exists(args.profile):      # calibrate.py bandwidth's values stay
+        kept = []
+        if os.path.exists(args.profile):      # calibrate.py bandwidth's and tlb's values stay, in their order
             with open(args.profile) as f:
                 kept = [ln for ln in f if ln.startswith(tuple(k + '=' for k in BW_KEYS + TLB_KEYS) +
                                                         ('# BW_', '# DTLB'))]
-            bw = dict(ln.strip().split('=', 1) for ln in kept if not ln.startswith('#'))
-            bw_comment = ''.join(ln for ln in kept if ln.startswith('#'))
         now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
         with open(args.profile, 'w') as f:
             f.write(f'# llcsim TIMING=calibrated: fitted by `{args.cmd}` on {now}\n'
                     f'# (docs/results/llcsim-calibration.md; worst error {100 * best["worst"]:.1f}% against\n'
                     f'# calibration/native-mlp.json).  run.sh takes each value unless the variable is set.\n'
                     f'CPI={best["cpi"]:g}\nROB={best["rob"]}\nMSHR={best["mshr"]}\nPF={best["pf"]}\n'
-                    f'PF_XLAT={best["pf_xlat"]}\nLAT_SEQ=200\n' + bw_comment +
-                    ''.join(f'{k}={v}\n' for k, v in bw.items()))
+                    f'PF_XLAT={best["pf_xlat"]}\nLAT_SEQ=200\n' + ''.join(kept))
     for ok_, what in checks:
         print(f'{"ok" if ok_ else "not ok"} - {what}')
     return 0 if ok else 1
