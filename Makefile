@@ -54,7 +54,7 @@ bench-sim: deps
 	benchmarks/llcsim/run.sh domains
 	benchmarks/llcsim/run.sh calibrate-bw --measure
 	benchmarks/llcsim/run.sh calibrate-tlb --measure
-	benchmarks/llcsim/run.sh calibrate
+	CAL_PF=16 benchmarks/llcsim/run.sh calibrate
 	benchmarks/llcsim/run.sh mlp
 	LLC_SIZE=2M L2_SIZE=256K benchmarks/llcsim/run.sh pg-validate
 	TABLE2_REPS=3 benchmarks/llcsim/run.sh table2
