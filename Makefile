@@ -43,7 +43,8 @@ bench-native: deps
 # The simulator's pages (simulated cycles, in a QEMU TCG guest): the
 # validation, the LLC domains and way masks, the timing fit to native
 # microbenchmarks (calibrate-bw: the bandwidth term on native contention
-# runs; calibrate) and the overlap model against native timing, the
+# runs; calibrate; calibrate-tlb: the page walk on native chases on 4 KiB
+# pages against THP) and the overlap model against native timing, the
 # calibrated timing on the native study's PostgreSQL curve (pg-validate),
 # Table 2 in its three variants and with the overlap model, Figures 2 and
 # 6, and placement vs colouring vs resctrl with PostgreSQL.
@@ -52,7 +53,8 @@ bench-sim: deps
 	benchmarks/llcsim/run.sh validate
 	benchmarks/llcsim/run.sh domains
 	benchmarks/llcsim/run.sh calibrate-bw --measure
-	benchmarks/llcsim/run.sh calibrate
+	benchmarks/llcsim/run.sh calibrate-tlb --measure
+	CAL_PF=16 benchmarks/llcsim/run.sh calibrate
 	benchmarks/llcsim/run.sh mlp
 	LLC_SIZE=2M L2_SIZE=256K benchmarks/llcsim/run.sh pg-validate
 	TABLE2_REPS=3 benchmarks/llcsim/run.sh table2

@@ -1,7 +1,7 @@
 #!/bin/bash
 # llcsim: shared-LLC simulator (QEMU TCG plugin) for the page colouring kernel.
 #
-# usage: benchmarks/llcsim/run.sh {build|unit|validate|domains|mlp|calibrate|calibrate-bw|table2|pg-fig2|pg-fig6|pg-compare|pg-validate|all} [--quick]
+# usage: benchmarks/llcsim/run.sh {build|unit|validate|domains|mlp|calibrate|calibrate-bw|calibrate-tlb|table2|pg-fig2|pg-fig6|pg-compare|pg-validate|all} [--quick]
 #   build     plugin (fetches qemu-plugin.h of the installed QEMU from Debian's
 #             source package on first use), static guest program, host unit
 #             test, patched kernel (kernel-patch/scripts/kernel-tree.sh build guest)
@@ -29,7 +29,13 @@
 #             guest run; writes calibration/profile.env and the section of
 #             docs/results/llcsim-calibration.md.  --measure: time them
 #             natively first (guarded, ~5 min)
-#   calibrate fit CPI, ROB, MSHR (a grid evaluated in one guest run) and the
+#   calibrate-tlb  the data TLBs' walk (LAT_STLB, LAT_WALK) fitted on
+#             native pointer chases on 4 KiB pages against transparent huge
+#             pages (calibration/native-tlb.json; --measure: time them now,
+#             native/tlbload.py, guarded) and two guest runs; writes
+#             calibration/profile.env and the section of
+#             docs/results/llcsim-calibration.md
+#   calibrate fit CPI, ROB, MSHR (with the profile's TLBs, DTLB..LAT_WALK) (a grid evaluated in one guest run) and the
 #             prefetch distance (a run each) to the committed native ratios;
 #             writes docs/results/llcsim-calibration.md and
 #             calibration/profile.env (TIMING=calibrated)
@@ -74,11 +80,16 @@
 #   memory costs lat_mem / (1 - min(u, BW_UMAX)), u = both vCPUs' lines to
 #   and from memory per modeled cycle over BW_PEAK lines per 1000 cycles
 #   (plugin/bandwidth.h; fitted by calibrate-bw)
-#   TIMING (legacy; mlp, pg-validate: calibrated): calibrated = CPI, ROB, MSHR, PF, PF_XLAT,
-#   LAT_SEQ, BW_PEAK and BW_UMAX from calibration/profile.env (run.sh calibrate's
-#   and calibrate-bw's fits) for those not set, and ROB_MLP/ROB_PG = its ROB;
-#   legacy = the defaults above, the timing of the pages made before the
-#   calibration (no bandwidth term)
+#   DTLB (0 = no TLB model) DTLB_WAYS (0 = fully associative) STLB (3072)
+#   STLB_WAYS (12) LAT_STLB (7) LAT_WALK (30): data TLBs per vCPU, 4 KiB and
+#   2 MiB pages, a page walk whose leaf entry goes through the caches
+#   (plugin/tlb.h; fitted by calibrate-tlb); with DTLB set, the mlp loops
+#   run on transparent huge pages (/thp), as natively
+#   TIMING (legacy; mlp, pg-validate, calibrate-tlb: calibrated): calibrated = CPI, ROB, MSHR,
+#   PF, PF_XLAT, LAT_SEQ, BW_PEAK, BW_UMAX and the TLB's from calibration/profile.env
+#   (run.sh calibrate's, calibrate-bw's and calibrate-tlb's fits) for those not
+#   set, and ROB_MLP/ROB_PG = its ROB; legacy = the defaults above, the timing
+#   of the pages made before the calibration (no bandwidth term, no TLBs)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -91,19 +102,30 @@ profile=$here/calibration/profile.env
 native_cal=$here/calibration/native-mlp.json
 
 case ${1:-} in
-mlp | pg-validate) TIMING=${TIMING:-calibrated} ;;
+mlp | pg-validate | calibrate-tlb) TIMING=${TIMING:-calibrated} ;;
 *) TIMING=${TIMING:-legacy} ;;
 esac
 case $TIMING in
 calibrated)
 	while IFS='=' read -r k v; do
 		case $k in
-		CPI | ROB | MSHR | PF | PF_XLAT | LAT_SEQ | BW_PEAK | BW_UMAX) [ -n "${!k+x}" ] || declare "$k=$v" ;;
+		CPI | ROB | MSHR | PF | PF_XLAT | LAT_SEQ | BW_PEAK | BW_UMAX | \
+			DTLB | DTLB_WAYS | STLB | STLB_WAYS | LAT_STLB | LAT_WALK) [ -n "${!k+x}" ] || declare "$k=$v" ;;
 		esac
 	done <"$profile"
 	ROB_MLP=${ROB_MLP:-$ROB} ROB_PG=${ROB_PG:-$ROB}
 	;;
-legacy) ;;
+legacy)
+	# the timing fit: its loops translate as the profile's TLBs say
+	# (calibrate-tlb's fit), with the pages they have natively
+	if [ "${1:-}" = calibrate ]; then
+		while IFS='=' read -r k v; do
+			case $k in
+			DTLB | DTLB_WAYS | STLB | STLB_WAYS | LAT_STLB | LAT_WALK) [ -n "${!k+x}" ] || declare "$k=$v" ;;
+			esac
+		done <"$profile"
+	fi
+	;;
 *) echo "run.sh: TIMING is calibrated or legacy" >&2; exit 2 ;;
 esac
 
@@ -115,6 +137,8 @@ SYNC=${SYNC:-10000} LAT_SEQ=${LAT_SEQ:-20}
 ROB=${ROB:-0} MSHR=${MSHR:-24} CPI=${CPI:-1}
 PF=${PF:-0} PF_XLAT=${PF_XLAT:-16}
 BW_PEAK=${BW_PEAK:-0} BW_UMAX=${BW_UMAX:-0.9}
+DTLB=${DTLB:-0} DTLB_WAYS=${DTLB_WAYS:-0} STLB=${STLB:-3072} STLB_WAYS=${STLB_WAYS:-12}
+LAT_STLB=${LAT_STLB:-7} LAT_WALK=${LAT_WALK:-30}
 SMP=${SMP:-2} LLC_DOMAINS=${LLC_DOMAINS:-1}
 # two LLC domains of two vCPUs: the guest boots as two sockets of two, so its
 # sysfs shows the domains the plugin has (llc_domains=2)
@@ -172,6 +196,8 @@ boot() {
 	local parg="$build/libllcsim.so,llc=$LLC_SIZE,llc_ways=$LLC_WAYS,l2=$L2_SIZE,l2_ways=$L2_WAYS"
 	parg+=",l1=$L1_SIZE,l1_ways=$L1_WAYS,line=64,repl=$REPL,sync=$SYNC,lat_seq=$LAT_SEQ,out=$simout"
 	parg+=",llc_domains=$LLC_DOMAINS,cpi=$CPI,pf=$PF,pf_xlat=$PF_XLAT,bw_peak=$BW_PEAK,bw_umax=$BW_UMAX"
+	[ "$DTLB" = 0 ] ||
+		parg+=",dtlb=$DTLB,dtlb_ways=$DTLB_WAYS,stlb=$STLB,stlb_ways=$STLB_WAYS,lat_stlb=$LAT_STLB,lat_walk=$LAT_WALK"
 	# run.sh calibrate: a grid of timings beside the main one
 	[ -z "${GRID_CPI:-}" ] || parg+=",grid_cpi=$GRID_CPI,grid_rob=$GRID_ROB,grid_mshr=$GRID_MSHR"
 	local t0=$SECONDS rc=0 ram= noguard=()
@@ -253,11 +279,14 @@ do_domains() {
 		--out "$results/llcsim-domains.md" --cmd "benchmarks/llcsim/run.sh domains${2:+ $2}"
 }
 
-# mlp_list LOADS: the four loops over 32x the LLC (tags 400-403)
+# mlp_list LOADS: the four loops over 32x the LLC (tags 400-403); with the
+# TLB model on transparent huge pages, as llcsim time runs them natively
+# (the hash entries stay on 4 KiB pages in both: 32-bit pointers)
 mlp_list() {
-	local ws=$(($(llc_kib) * 32))
-	echo "llcsim:run:chase/$ws/1:400 llcsim:run:rand/$ws/$1:401 llcsim:run:stream/$ws/$1:402" \
-		"llcsim:run:hash/$((ws * 1024 / 36))/$1:403"
+	local ws=$(($(llc_kib) * 32)) t=
+	[ "$DTLB" = 0 ] || t=/thp
+	echo "llcsim:run:chase/$ws/1$t:400 llcsim:run:rand/$ws/$1$t:401 llcsim:run:stream/$ws/$1$t:402" \
+		"llcsim:run:hash/$((ws * 1024 / 36))/$1$t:403"
 }
 
 # The miss-overlap model: the same four loops natively (guarded) and in
@@ -441,8 +470,31 @@ do_calibrate_bw() {
 		--page "$results/llcsim-calibration.md"
 }
 
+# The data TLBs' walk: native chases and random loads on 4 KiB pages
+# against THP (--measure: timed now by native/tlbload.py, guarded), the
+# same loops over 4 in the guest with the profile's TLBs, at LAT_STLB =
+# LAT_WALK = 0 (the chase is additive in both: calibrate.py tlb solves for
+# them) and again at the fit (its check, and the random loads' error).
+do_calibrate_tlb() {
+	local nt=$here/calibration/native-tlb.json list runs=()
+	[ "${2:-}" != --measure ] || "$py" "$here/native/tlbload.py" --out "$nt"
+	[ "$DTLB" != 0 ] || { log "calibrate-tlb: DTLB=0 (no TLB model)"; exit 2; }
+	list=$("$py" "$here/native/tlbload.py" --sim-list)
+	read -r serial simout rc secs < <(LAT_STLB=0 LAT_WALK=0 boot calibrate-tlb0 "$list" "${BOOT_TIMEOUT:-1800}")
+	runs+=(--run "$serial" "$simout" "$rc" "$secs")
+	local ls lw
+	read -r ls lw < <("$py" "$here/scripts/calibrate.py" tlb --native "$nt" "${runs[@]}" --print-fit)
+	log "calibrate-tlb: fit LAT_STLB=$ls LAT_WALK=$lw"
+	read -r serial simout rc secs < <(LAT_STLB=$ls LAT_WALK=$lw boot calibrate-tlb "$list" "${BOOT_TIMEOUT:-1800}")
+	runs+=(--run "$serial" "$simout" "$rc" "$secs")
+	"$py" "$here/scripts/calibrate.py" tlb --native "$nt" "${runs[@]}" --profile "$profile" \
+		--page "$results/llcsim-calibration.md" --tolerance 0.15 \
+		--cmd "$(envs)benchmarks/llcsim/run.sh calibrate-tlb${2:+ $2}"
+}
+
 case "${1:-}" in
 build) do_build ;;
+calibrate-tlb) do_build; do_calibrate_tlb "$@" ;;
 calibrate-bw) do_calibrate_bw "$@" ;;
 unit) do_unit ;;
 validate) do_build; do_validate "$@" ;;

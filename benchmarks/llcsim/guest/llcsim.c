@@ -10,9 +10,8 @@
  *                                 victim (CPU 0, fixed work) and aggressor
  *                                 (CPU 1, runs until the victim is done)
  *   llcsim time SPEC              the same work natively: wall-clock ns per
- *                                 unit (data on transparent huge pages, so
- *                                 that TLB misses, which the simulator does
- *                                 not model, stay out of the time)
+ *                                 unit (data on transparent huge pages
+ *                                 unless the SPEC says /4k)
  *   llcsim op begin|end|resume|flush [TAG] | op ways MASK
  *                                 one control command on the CPU this runs
  *                                 on, for a region another process (e.g. a
@@ -39,6 +38,10 @@
  *            until the agent has set the mask on its vCPU
  *            (the simulator's CAT; 0x00ff = ways 0-7)
  *   cpu=N    run on vCPU N (default: 0 alone and victim, 1 aggressor)
+ *   thp      the data (not the hash entries, which need 32-bit pointers) on
+ *            transparent huge pages: 2 MiB aligned, MADV_HUGEPAGE (`time`
+ *            does this for every SPEC)
+ *   4k       the data on 4 KiB pages (MADV_NOHUGEPAGE), `time` too
  * Output lines: "LLCSIM-RUN tag=.. role=.. spec=.. units=.. cpu=.." and
  * "LLCSIM-COLORS ..." (colours actually found through /proc/self/pagemap).
  */
@@ -74,6 +77,7 @@ struct work {
 	char rgroup[32];	/* rg=: resctrl group (through the agent), "" = none */
 	unsigned long rmask;	/* rg=: the group's L3 mask */
 	int cpu;	/* cpu=: vCPU, -1 = the role's default */
+	int pages;	/* thp: 1, 4k: 2, 0: as the command says */
 	const char *spec;
 	/* data */
 	void **chase; size_t nlines; void **cur;
@@ -98,15 +102,25 @@ static void die(const char *m)
 	exit(1);
 }
 
-static int huge_pages;	/* `time`: ask for transparent huge pages */
+/* 1: transparent huge pages (`time`, /thp), 2: 4 KiB pages (/4k), 0: the
+ * kernel's default */
+static int huge_pages;
+
+#define HUGE (2UL << 20)
 
 static void *alloc(size_t bytes)
 {
-	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* THP: whole 2 MiB pages inside the mapping, from an aligned start */
+	size_t map = huge_pages == 1 ? ((bytes + HUGE - 1) & ~(HUGE - 1)) + HUGE : bytes;
+	char *p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		die("mmap");
-	if (huge_pages)
-		madvise(p, bytes, MADV_HUGEPAGE);
+	if (huge_pages == 1) {	/* 2 MiB aligned, so that every 2 MiB of it can be one page */
+		p = (char *)(((uintptr_t)p + HUGE - 1) & ~(HUGE - 1));
+		madvise(p, map - HUGE, MADV_HUGEPAGE);
+	} else if (huge_pages == 2) {
+		madvise(p, bytes, MADV_NOHUGEPAGE);
+	}
 	return p;
 }
 
@@ -164,6 +178,10 @@ static void parse_spec(struct work *w, const char *spec)
 			w->rmask = strtoul(strchr(tok, '@') + 1, NULL, 0);
 		} else if (!strncmp(tok, "cpu=", 4)) {
 			w->cpu = atoi(tok + 4);
+		} else if (!strcmp(tok, "thp")) {
+			w->pages = 1;
+		} else if (!strcmp(tok, "4k")) {
+			w->pages = 2;
 		} else if (i == 1) {
 			w->a = atol(tok);
 		} else if (i == 2) {
@@ -220,6 +238,8 @@ static void setup(struct work *w)
 	size_t i;
 	if (parse_colors(w->colors, &set) && pagecolor_set_policy(w->mode, &set))
 		die("set_color_policy");
+	if (w->pages)
+		huge_pages = w->pages;
 	switch (w->kind) {
 	case K_CHASE: {
 		size_t n = (size_t)w->a * 1024 / 64, *perm;

@@ -39,6 +39,7 @@ from mccdb_bench.harness.cli import say_fn
 from mccdb_bench.native_study import STREAM_SOURCE, Stream, chase_ns
 
 HERE = pathlib.Path(__file__).resolve().parent
+REPO = HERE.parents[2]
 BWLOAD = HERE / "bwload.c"
 
 
@@ -147,24 +148,33 @@ def main(argv=None):
                                         lambda: chase_ns(knee, 256, 20 * a.chase_accesses, cpu_t), co, a.pairs)
         finally:
             co.close()
-    with open("/proc/cpuinfo") as f:
-        cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "?")
     out.update({
         "what": "llc_knee.c's chase (ns per load) alone and beside stream_antagonist.c on the other vCPU; "
                 "the stream loop's lines per ns alone and beside stream_antagonist; a dependent ALU loop "
                 "(ns per iteration) and a 256 KiB chase alone and beside the same loop on the other vCPU. "
                 "Alternating pairs, each behind the quiet-machine guard; ratio = beside / alone per pair.",
         "pinning": sorted(notes) + [f"measured loop on CPU {cpu_t}, co-runner on CPU {cpu_c}"],
+    })
+    write_json(a.out, out, t0, load0, guard, "memload.py", argv, say)
+    return 0
+
+
+def write_json(path, out, t0, load0, guard, script, argv, say):
+    """out with the run's provenance (machine, date, guard, command) as JSON."""
+    with open("/proc/cpuinfo") as f:
+        cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "?")
+    out.update({
         "machine": f"{platform.node()}: {cpu}, {os.cpu_count()} vCPUs, Linux {platform.release()}",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t0)),
         "minutes": round((time.time() - t0) / 60, 1), "load_at_start": load0,
         "guard": guard.summary().strip() if hasattr(guard, "summary") else "no guard (--no-guard)",
-        "command": " ".join([".venv/bin/python benchmarks/llcsim/native/memload.py"] + (argv or sys.argv[1:])),
+        "command": " ".join([f".venv/bin/python benchmarks/llcsim/native/{script}"] +
+                            [os.path.relpath(x, REPO) if x.startswith(str(REPO) + "/") else x
+                             for x in (argv or sys.argv[1:])]),
     })
-    with open(a.out, "w") as f:
+    with open(path, "w") as f:
         json.dump(out, f, indent=1)
-    say(f"wrote {a.out}")
-    return 0
+    say(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -7,8 +7,17 @@
  *
  *   1. the prefetcher learns the page's translation (user accesses only:
  *      the caller says whether to train);
- *   2. the L1: a hit ends the access, uncharged (its instruction's CPI
- *      covers it);
+ *   1a. with a TLB model (tlb.h), the translation: an L1 DTLB hit is free,
+ *      an L2 DTLB (STLB) hit costs c_stlb, a miss walks the page table:
+ *      c_stlb + the walk's own cost + its leaf entry's load, which goes
+ *      through the L2, the LLC and memory (the bandwidth term, traffic) as
+ *      a data load would, but not the L1 (AMD's table walker reads through
+ *      the L2).  The translation's time is added to the access's latency
+ *      (the data load issues when its translation is done: in the overlap
+ *      model a dependent access), and an access that then hits the L1 is
+ *      charged it alone (level ACC_L1);
+ *   2. the L1: a hit ends the access, uncharged unless its translation cost
+ *      (its instruction's CPI covers the rest);
  *   3. the L2, when there is one: a hit is charged lat_l2;
  *   4. the LLC (the caller's lookup: locks, way masks): a hit, lat_llc;
  *   5. memory: lat_seq for the line after one of the core's 4 most recent
@@ -30,6 +39,7 @@
 #include "cachemodel.h"
 #include "prefetch.h"
 #include "bandwidth.h"
+#include "tlb.h"
 
 enum acc_level { ACC_L1, ACC_L2, ACC_LLC, ACC_MEM, ACC_SEQ };
 
@@ -37,6 +47,8 @@ struct acc_path {
 	struct cm_cache *l1, *l2;	/* l2 NULL: no L2 */
 	struct pf *pf;			/* NULL: no prefetcher */
 	struct bw_model *bw;		/* NULL or peak 0: no contention */
+	struct tlb *tlb;		/* NULL: no TLB model (translation free) */
+	uint64_t xlat;			/* the access under way: its translation, centicycles */
 	uint64_t *rng;			/* the core's, for random replacement */
 	const uint64_t *clock;		/* the core's modeled clock, centicycles */
 	uint64_t miss_line[4];		/* recent LLC-missed lines */
@@ -46,8 +58,12 @@ struct acc_path {
 	/* the LLC's lookup of pa (filled on a miss): 1 on a hit */
 	int (*llc)(void *ctx, uint64_t pa);
 	/* an L1 miss served by `level` after `lat` centicycles (`base` without
-	 * the bandwidth term) */
+	 * the bandwidth term), both with the translation's p->xlat; ACC_L1: an
+	 * L1 hit whose translation took lat = p->xlat */
 	void (*charge)(void *ctx, enum acc_level level, uint64_t lat, uint64_t base);
+	/* a translation that missed the L1 DTLB (tlb != NULL): TLB_STLB, or
+	 * TLB_WALK whose leaf load `leaf` served (ACC_L2, ACC_LLC, ACC_MEM) */
+	void (*xlated)(void *ctx, enum tlb_result r, enum acc_level leaf, int huge);
 	/* a line the prefetcher put into the LLC (or found there: llc_hit) */
 	void (*prefetched)(void *ctx, int llc_hit);
 };
@@ -78,22 +94,60 @@ static inline void acc_prefetch(struct acc_path *p, void *ctx, uint64_t vaddr, u
 	}
 }
 
+/* The translation of vaddr (on the page pa says): centicycles it takes. */
+static inline uint64_t acc_translate(struct acc_path *p, void *ctx, uint64_t vaddr, uint64_t pa)
+{
+	int huge = tlb_huge(vaddr, pa);
+	enum tlb_result r = tlb_lookup(p->tlb, vaddr, huge);
+	enum acc_level leaf;
+	uint64_t lpa, lat;
+
+	if (r == TLB_HIT)
+		return 0;
+	if (r == TLB_STLB) {
+		p->xlated(ctx, r, ACC_L1, huge);
+		return p->tlb->c_stlb;
+	}
+	lpa = tlb_leaf(vaddr, huge);
+	if (p->l2 && cm_access(p->l2, lpa, p->rng)) {
+		leaf = ACC_L2;
+		lat = p->c_l2;
+	} else if (p->llc(ctx, lpa)) {
+		leaf = ACC_LLC;
+		lat = p->c_llc;
+	} else {
+		leaf = ACC_MEM;
+		lat = p->c_mem;
+		if (acc_bw_on(p)) {
+			lat = bw_latency(p->bw, *p->clock, lat);
+			bw_add(p->bw, *p->clock);
+		}
+	}
+	p->xlated(ctx, r, leaf, huge);
+	return p->tlb->c_stlb + p->tlb->c_walk + lat;
+}
+
 /* One access at vaddr/pa; train: the prefetcher may learn its translation.
  * Returns the level that served it. */
 static inline enum acc_level acc_access(struct acc_path *p, void *ctx, uint64_t vaddr, uint64_t pa, int train)
 {
 	enum acc_level level;
+	uint64_t x;
 
 	if (p->pf && train)
 		pf_seen(p->pf, vaddr, pa);
-	if (cm_access(p->l1, pa, p->rng))
+	x = p->xlat = p->tlb ? acc_translate(p, ctx, vaddr, pa) : 0;
+	if (cm_access(p->l1, pa, p->rng)) {
+		if (x)
+			p->charge(ctx, ACC_L1, x, x);
 		return ACC_L1;
+	}
 	if (p->l2 && cm_access(p->l2, pa, p->rng)) {
 		level = ACC_L2;
-		p->charge(ctx, level, p->c_l2, p->c_l2);
+		p->charge(ctx, level, p->c_l2 + x, p->c_l2 + x);
 	} else if (p->llc(ctx, pa)) {
 		level = ACC_LLC;
-		p->charge(ctx, level, p->c_llc, p->c_llc);
+		p->charge(ctx, level, p->c_llc + x, p->c_llc + x);
 	} else {
 		uint64_t line = pa >> p->line_shift, base, lat;
 		int seq = 0, j;
@@ -108,7 +162,7 @@ static inline enum acc_level acc_access(struct acc_path *p, void *ctx, uint64_t 
 			lat = bw_latency(p->bw, *p->clock, base);
 			bw_add(p->bw, *p->clock);
 		}
-		p->charge(ctx, level, lat, base);
+		p->charge(ctx, level, lat + x, base + x);
 	}
 	if (p->pf)
 		acc_prefetch(p, ctx, vaddr, pa);

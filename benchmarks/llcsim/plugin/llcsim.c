@@ -75,6 +75,16 @@
  *     a prefetched line costs what its level costs when it is used.
  *     pf_xlat: 2^N pages of translations it may prefetch into (0: none,
  *     prefetches stop at the 4 KiB page).
+ *   dtlb=E dtlb_ways=W stlb=E stlb_ways=W lat_stlb=7 lat_walk=30: data TLBs
+ *     per vCPU (plugin/tlb.h; dtlb=0, the default: none, translation is
+ *     free): an L1 DTLB and an L2 DTLB (STLB) of E entries, W ways (0:
+ *     fully associative), 4 KiB and 2 MiB pages (told apart by the
+ *     addresses: virtual and physical agree in their low 21 bits on a
+ *     2 MiB page); an STLB hit adds lat_stlb cycles to the access, a miss
+ *     walks the page table: lat_stlb + lat_walk + the load of its leaf
+ *     entry (a synthetic physical address, through the L2, the LLC and
+ *     memory).  Counted in the dumps: stlb= (STLB hits), walk=, walkm=
+ *     (leaf from memory), walkh= (walks of 2 MiB pages), xlat= (cycles).
  *   sync=Q (cycles, 0 = off): modeled-time synchronisation - a vCPU whose
  *     modeled clock is more than Q cycles ahead of another running vCPU's
  *     waits (sched_yield) until that one catches up, at most 50 ms per wait
@@ -100,6 +110,7 @@
 #include "prefetch.h"
 #include "timing.h"
 #include "bandwidth.h"
+#include "tlb.h"
 #include "access.h"
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
@@ -118,7 +129,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define MAX_MSHR	TM_MAX_MSHR
 #define MAX_GRID	64
 
-enum { F_INSNS, F_ACC, F_L1M, F_L2M, F_LLCM, F_SEQM, F_OVLM, F_STALL, F_PF, F_PFM, F_BWX, F_BWL, NF };
+enum { F_INSNS, F_ACC, F_L1M, F_L2M, F_LLCM, F_SEQM, F_OVLM, F_STALL, F_PF, F_PFM, F_BWX, F_BWL,
+       F_STLB, F_WALK, F_WALKM, F_WALKH, F_XLAT, F_XADD, NF };
 enum { M_USER, M_KERNEL, NM };
 
 struct vcpu {
@@ -133,6 +145,7 @@ struct vcpu {
 	uint64_t icount;		/* instructions executed */
 	struct tm_core tm;		/* outstanding L1 misses (rob=) */
 	struct pf pf;			/* stride prefetcher (pf=) */
+	struct tlb tlb;			/* data TLBs (dtlb=) */
 	struct shadow {			/* the timings of grid= */
 		struct tm_core tm;
 		uint64_t extra;		/* centicycles: its clock less icount x its CPI */
@@ -158,6 +171,8 @@ static struct {
 	unsigned int pf, pf_streams, pf_xlat;	/* prefetch distance (lines), table, 2^ pages */
 	double bw_peak, bw_umax;	/* lines per 1000 cycles (0 = off), cap of u */
 	uint64_t bw_slot;		/* cycles per slot of the traffic window */
+	unsigned int dtlb, dtlb_ways, stlb, stlb_ways;	/* TLB entries (dtlb 0: no TLBs) */
+	double lat_stlb, lat_walk;	/* an STLB hit; a walk beyond its leaf load */
 	char *out, *ram;
 } cfg = {
 	.l1 = 32 << 10, .l2 = 256 << 10, .llc = 2 << 20,
@@ -167,6 +182,7 @@ static struct {
 	.mshr = 10, .llc_domains = 1,
 	.pf = 0, .pf_streams = 16, .pf_xlat = 16,
 	.bw_peak = 0, .bw_umax = 0.9, .bw_slot = 1000,
+	.dtlb = 0, .dtlb_ways = 0, .stlb = 3072, .stlb_ways = 12, .lat_stlb = 7, .lat_walk = 30,
 };
 /* grid=: the cartesian product of grid_cpi x grid_rob x grid_mshr, each a
  * timing evaluated beside the main one on the same accesses */
@@ -286,8 +302,15 @@ static int llc_lookup(void *ctx, uint64_t pa)
 static void charge_miss(void *ctx, enum acc_level level, uint64_t lat, uint64_t base)
 {
 	struct acc_ctx *x = ctx;
-	uint64_t *s = x->s;
+	uint64_t *s = x->s, xl = x->v->path.xlat;
 
+	s[F_XLAT] += xl;
+	if (!cfg.rob)		/* additive: cycles_of() adds the translations */
+		s[F_XADD] += xl;
+	if (level == ACC_L1) {	/* an L1 hit whose translation took time */
+		charge(x->v, s, x->vaddr, x->pa, x->info, lat, x->mode);
+		return;
+	}
 	s[F_L1M]++;
 	if (level == ACC_L2) {
 		charge(x->v, s, x->vaddr, x->pa, x->info, lat, x->mode);
@@ -303,12 +326,26 @@ static void charge_miss(void *ctx, enum acc_level level, uint64_t lat, uint64_t 
 	if (level == ACC_SEQ) {
 		s[F_SEQM]++;
 		s[F_BWX] += lat - base;
+		if (cfg.rob)	/* lat_seq's F_SEQM x lat_seq leaves it out */
+			s[F_XADD] += xl;
 		charge_additive(x->v, lat);
 		return;
 	}
 	if (!cfg.rob)
 		s[F_BWX] += lat - base;
 	s[F_OVLM] += cfg.rob && charge(x->v, s, x->vaddr, x->pa, x->info, lat, x->mode) == 0;
+}
+
+/* A translation that missed the L1 DTLB: counted (its time is in the
+ * access's charge). */
+static void xlated(void *ctx, enum tlb_result r, enum acc_level leaf, int huge)
+{
+	uint64_t *s = ((struct acc_ctx *)ctx)->s;
+
+	s[F_STLB] += r == TLB_STLB;
+	s[F_WALK] += r == TLB_WALK;
+	s[F_WALKM] += r == TLB_WALK && leaf == ACC_MEM;
+	s[F_WALKH] += r == TLB_WALK && huge;
 }
 
 /* A line the prefetcher put into the L2 and the LLC (not the L1), in no
@@ -431,11 +468,11 @@ static double cycles_of(const uint64_t *f)
 	 * overlap model's stalls (which hold their own share of it) */
 	if (cfg.rob)	/* the stalls the L1 misses caused */
 		return f[F_INSNS] * cfg.cpi + (double)f[F_STALL] / 100 + (double)f[F_SEQM] * cfg.lat_seq +
-		       (double)f[F_BWX] / 100;
+		       (double)f[F_BWX] / 100 + (double)f[F_XADD] / 100;
 	return f[F_INSNS] * cfg.cpi + (double)(f[F_L1M] - f[F_L2M]) * cfg.lat_l2 +
 	       (double)(f[F_L2M] - f[F_LLCM]) * cfg.lat_llc +
 	       (double)(f[F_LLCM] - f[F_SEQM]) * cfg.lat_mem + (double)f[F_SEQM] * cfg.lat_seq +
-	       (double)f[F_BWX] / 100;
+	       (double)f[F_BWX] / 100 + (double)f[F_XADD] / 100;
 }
 
 static void dump_tag(unsigned int ender, uint32_t tag)
@@ -466,16 +503,19 @@ static void dump_tag(unsigned int ender, uint32_t tag)
 		fprintf(out, " %s_insns=%" PRIu64 " %s_acc=%" PRIu64 " %s_l1m=%" PRIu64
 			" %s_l2m=%" PRIu64 " %s_llcm=%" PRIu64 " %s_seqm=%" PRIu64 " %s_ovlm=%" PRIu64
 			" %s_stall=%" PRIu64 " %s_cycles=%.0f %s_pf=%" PRIu64 " %s_pfm=%" PRIu64
-			" %s_bwlat=%" PRIu64,
+			" %s_bwlat=%" PRIu64 " %s_stlb=%" PRIu64 " %s_walk=%" PRIu64 " %s_walkm=%" PRIu64
+			" %s_walkh=%" PRIu64 " %s_xlat=%" PRIu64,
 			p, sum[m][F_INSNS], p, sum[m][F_ACC], p, sum[m][F_L1M],
 			p, sum[m][F_L2M], p, sum[m][F_LLCM], p, sum[m][F_SEQM], p, sum[m][F_OVLM],
 			p, sum[m][F_STALL] / 100, p, cycles_of(sum[m]), p, sum[m][F_PF], p, sum[m][F_PFM],
-			p, sum[m][F_BWL] / 100);
+			p, sum[m][F_BWL] / 100, p, sum[m][F_STLB], p, sum[m][F_WALK], p, sum[m][F_WALKM],
+			p, sum[m][F_WALKH], p, sum[m][F_XLAT] / 100);
 	}
 	/* each grid timing's user-mode cycles: its stalls, its CPI */
 	for (k = 0; k < ngrid; k++)
 		fprintf(out, " g%u_u_cycles=%.0f", k, sum[M_USER][F_INSNS] * gridpts[k].cpi +
-			(double)gsum[k] / 100 + (double)sum[M_USER][F_SEQM] * cfg.lat_seq);
+			(double)gsum[k] / 100 + (double)sum[M_USER][F_SEQM] * cfg.lat_seq +
+			(double)sum[M_USER][F_XADD] / 100);
 	fprintf(out, " acc_by_vcpu=%s\n", per);
 	fflush(out);
 	pthread_mutex_unlock(&out_lock);
@@ -686,6 +726,18 @@ static int parse_arg(const char *a)
 		return (cfg.bw_umax = atof(val)) >= 0 && cfg.bw_umax < 1 ? 0 : -1;
 	if (!strcmp(key, "bw_slot"))
 		return (cfg.bw_slot = strtoull(val, NULL, 0)) > 0 ? 0 : -1;
+	if (!strcmp(key, "dtlb"))
+		return (cfg.dtlb = (unsigned int)atoi(val)) <= 4096 ? 0 : -1;
+	if (!strcmp(key, "dtlb_ways"))
+		return (cfg.dtlb_ways = (unsigned int)atoi(val)) <= 4096 ? 0 : -1;
+	if (!strcmp(key, "stlb"))
+		return (cfg.stlb = (unsigned int)atoi(val)) >= 1 && cfg.stlb <= 65536 ? 0 : -1;
+	if (!strcmp(key, "stlb_ways"))
+		return (cfg.stlb_ways = (unsigned int)atoi(val)) <= 65536 ? 0 : -1;
+	if (!strcmp(key, "lat_stlb"))
+		return (cfg.lat_stlb = atof(val)) >= 0 ? 0 : -1;
+	if (!strcmp(key, "lat_walk"))
+		return (cfg.lat_walk = atof(val)) >= 0 ? 0 : -1;
 	if (!strcmp(key, "grid_cpi"))
 		return parse_list(val, grid_cpi, &ngrid_cpi);
 	if (!strcmp(key, "grid_rob"))
@@ -817,11 +869,17 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 			fprintf(stderr, "llcsim: bad prefetcher configuration\n");
 			return -1;
 		}
+		if (cfg.dtlb && tlb_init(&v->tlb, cfg.dtlb, cfg.dtlb_ways, cfg.stlb, cfg.stlb_ways,
+					 (uint64_t)(cfg.lat_stlb * 100 + 0.5), (uint64_t)(cfg.lat_walk * 100 + 0.5))) {
+			fprintf(stderr, "llcsim: bad TLB geometry (entries a multiple of ways, a power of two of sets)\n");
+			return -1;
+		}
 		v->path = (struct acc_path){
 			.l1 = &v->l1, .l2 = cfg.l2 ? &v->l2 : NULL, .pf = cfg.pf ? &v->pf : NULL,
-			.bw = &bw, .rng = &v->rng, .clock = &v->clock, .line_shift = v->llc->line_shift,
+			.bw = &bw, .tlb = cfg.dtlb ? &v->tlb : NULL, .rng = &v->rng, .clock = &v->clock,
+			.line_shift = v->llc->line_shift,
 			.c_l2 = c_l2, .c_llc = c_llc, .c_mem = c_mem, .c_seq = c_seq,
-			.llc = llc_lookup, .charge = charge_miss, .prefetched = prefetched,
+			.llc = llc_lookup, .charge = charge_miss, .prefetched = prefetched, .xlated = xlated,
 		};
 		if (ngrid) {
 			unsigned int k;
@@ -845,13 +903,14 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 		" line=%u llc_sets=%u colors=%" PRIu64 " repl=%s sim=%s vcpus=%d"
 		" cpi=%g lat_l2=%g lat_llc=%g lat_mem=%g lat_seq=%g sync=%" PRIu64
 		" rob=%" PRIu64 " mshr=%u ram_mib=%" PRIu64 " llc_domains=%u pf=%u pf_streams=%u pf_xlat=%u"
-		" bw_peak=%g bw_umax=%g bw_slot=%" PRIu64,
+		" bw_peak=%g bw_umax=%g bw_slot=%" PRIu64 " dtlb=%u/%u stlb=%u/%u lat_stlb=%g lat_walk=%g",
 		cfg.l1, cfg.l1_ways, cfg.l2, cfg.l2_ways, cfg.llc, cfg.llc_ways,
 		cfg.line, llcs[0].sets, cfg.llc / ((uint64_t)cfg.llc_ways * 4096),
 		cfg.repl == CM_LRU ? "lru" : "random", cfg.tagged ? "tagged" : "always",
 		nvcpus, cfg.cpi, cfg.lat_l2, cfg.lat_llc, cfg.lat_mem, cfg.lat_seq, cfg.sync / 100,
 		cfg.rob, cfg.mshr, ram_size >> 20, cfg.llc_domains, cfg.pf, cfg.pf_streams, cfg.pf_xlat,
-		cfg.bw_peak, cfg.bw_umax, cfg.bw_slot);
+		cfg.bw_peak, cfg.bw_umax, cfg.bw_slot, cfg.dtlb, cfg.dtlb_ways, cfg.stlb, cfg.stlb_ways,
+		cfg.lat_stlb, cfg.lat_walk);
 	for (i = 0; i < (int)ngrid; i++)
 		fprintf(out, " g%d=%g:%" PRIu64 ":%u", i, gridpts[i].cpi, gridpts[i].rob, gridpts[i].mshr);
 	fprintf(out, "\n");

@@ -158,7 +158,13 @@ def machine(args, d):
             f'{c.get("bw_umax")})), u = the lines both vCPUs moved to and from memory (LLC misses, prefetch '
             f'fills) in the last 16 x {c.get("bw_slot")} modeled cycles over a peak of {c.get("bw_peak")} lines '
             f'per 1000 cycles ([llcsim-calibration](llcsim-calibration.md)).'
-            if float(c.get('bw_peak', 0) or 0) else ''),
+            if float(c.get('bw_peak', 0) or 0) else '') + (
+            f' Data TLBs on: per vCPU an L1 DTLB of {c.get("dtlb", "0/0").split("/")[0]} entries and an STLB of '
+            f'{c.get("stlb", "0/0").split("/")[0]} ({c.get("stlb", "0/0").split("/")[1]}-way), 4 KiB and 2 MiB '
+            f'pages; an STLB hit adds {c.get("lat_stlb")} cycles, a miss walks: {c.get("lat_stlb")} + '
+            f'{c.get("lat_walk")} cycles + its leaf entry\'s load through the L2, LLC and memory '
+            f'([llcsim-calibration](llcsim-calibration.md)).'
+            if c.get('dtlb', '0').split('/')[0] not in ('0', '') else ''),
         f'- vCPU synchronisation on modeled time: quantum {c.get("sync")} cycles (0 = off; the two vCPUs '
         f'advance in modeled time together, so a co-runner applies the pressure its modeled speed allows).',
         f'- Command: `{args.cmd}` (guest run {args.secs} s wall, boot-test exit {args.boot_rc}).',

@@ -17,7 +17,15 @@ main timing, or the fit is off by more than --tolerance).
 `calibrate.py bandwidth --memload calibration/native-memload.json --profile
 calibration/profile.env [--page docs/results/llcsim-calibration.md]` fits the
 memory-bandwidth term (BW_PEAK, BW_UMAX) on the native contention runs alone
-and writes it into the profile and the page's section on it."""
+and writes it into the profile and the page's section on it.
+
+`calibrate.py tlb --native calibration/native-tlb.json --run SERIAL SIM RC SECS
+[--run ...] [--print-fit | --profile calibration/profile.env --page
+docs/results/llcsim-calibration.md]` fits the data TLBs' STLB hit and walk
+cost (LAT_STLB, LAT_WALK) on native pointer chases on 4 KiB pages against
+transparent huge pages (native/tlbload.py), from a guest run of the same
+loops at LAT_STLB = LAT_WALK = 0 (the first --run), and checks the fit on a
+guest run at the fitted values (the last)."""
 import argparse
 import datetime
 import json
@@ -156,11 +164,21 @@ def set_profile(path, values, comment=None):
         f.write('\n'.join(lines) + '\n')
 
 
-def replace_section(text, lines):
-    """The page with its bandwidth section replaced by `lines` (or put
+def section(text, title):
+    """The section `title` of a page (up to the next section or comment), '' if none."""
+    start = text.find(title)
+    if start < 0:
+        return ''
+    end = min([i for i in (text.find('\n## ', start + 1), text.find('\n<!-- ', start + 1)) if i >= 0]
+              or [len(text)])
+    return text[start:end + 1]
+
+
+def replace_section(text, lines, title=BW_SECTION):
+    """The page with its section `title` replaced by `lines` (or put
     before the hand-written analysis, or at the end)."""
     block = '\n'.join(lines).rstrip('\n') + '\n\n'
-    start = text.find(BW_SECTION)
+    start = text.find(title)
     if start >= 0:
         end = min([i for i in (text.find('\n## ', start + 1), text.find('\n<!-- ', start + 1)) if i >= 0]
                   or [len(text)])
@@ -193,9 +211,185 @@ def bandwidth_main(argv):
     return 0
 
 
+TLB_SECTION = '## Data TLBs (the page walk)'
+TLB_KEYS = ('DTLB', 'DTLB_WAYS', 'STLB', 'STLB_WAYS', 'LAT_STLB', 'LAT_WALK')
+
+
+def tlb_loops(d, nt):
+    """Per native loop: the simulated THP and 4 KiB runs' user-mode cycles,
+    STLB hits and walks per unit (None when a run is missing)."""
+    out = {}
+    for lp in nt['loops']:
+        pair = {}
+        for i, pg in enumerate(('thp', '4k')):
+            x, run = d['dumps'].get(lp['tag'] + i), d['runs'].get(lp['tag'] + i, {})
+            units = int(run.get('units', 0) or 0)
+            if not x or not units:
+                pair = None
+                break
+            pair[pg] = {'cycles': x['u_cycles'] / units, 'stlb': x.get('u_stlb', 0) / units,
+                        'walk': x.get('u_walk', 0) / units, 'walkm': x.get('u_walkm', 0) / units,
+                        'walkh': x.get('u_walkh', 0) / units, 'units': units}
+        out[lp['name']] = pair
+    return out
+
+
+def tlb_predict(pair, s, w):
+    """4 KiB / THP cycles of a chase at LAT_STLB s, LAT_WALK w, from a run at
+    0, 0: a chase's loads wait for each other, so each STLB hit adds s and
+    each walk s + w to its time."""
+    c = {pg: pair[pg]['cycles'] + pair[pg]['stlb'] * s + pair[pg]['walk'] * (s + w) for pg in pair}
+    return c['4k'] / c['thp']
+
+
+def fit_tlb(sim0, nt):
+    """(LAT_STLB, LAT_WALK, worst error) over the chases, on a grid of half
+    cycles (STLB hit 0-40) and cycles (walk 0-400)."""
+    chases = [(lp['ratio']['median'], sim0[lp['name']]) for lp in nt['loops']
+              if lp['name'].startswith('chase') and sim0.get(lp['name'])]
+    best = None
+    for s2 in range(0, 81):
+        for w in range(0, 401):
+            worst = max(abs(tlb_predict(p, s2 / 2, w) / r - 1) for r, p in chases)
+            if best is None or worst < best[2] - 1e-12:
+                best = (s2 / 2, float(w), worst)
+    return best
+
+
+def tlb_main(argv):
+    ap = argparse.ArgumentParser(prog='calibrate.py tlb', description='fit the data TLBs\' walk')
+    ap.add_argument('--native', required=True, help='calibration/native-tlb.json')
+    ap.add_argument('--run', nargs=4, action='append', required=True, metavar=('SERIAL', 'SIM', 'RC', 'SECS'),
+                    help='guest runs of the loops: the first at LAT_STLB = LAT_WALK = 0, the last the check')
+    ap.add_argument('--print-fit', action='store_true', help='print "LAT_STLB LAT_WALK" and stop')
+    ap.add_argument('--profile')
+    ap.add_argument('--page')
+    ap.add_argument('--tolerance', type=float, default=0.15)
+    ap.add_argument('--cmd', default='benchmarks/llcsim/run.sh calibrate-tlb')
+    a = ap.parse_args(argv)
+    with open(a.native) as f:
+        nt = json.load(f)
+    runs = []
+    for serial, sim, rc, secs in a.run:
+        d = analyze.load(serial, sim)
+        runs.append((SimpleNamespace(serial=serial, sim=sim, boot_rc=int(rc), secs=secs, smp='2', mem='1024',
+                                     cmd=a.cmd), d, tlb_loops(d, nt)))
+    c0 = runs[0][1]['config']
+    fit = fit_tlb(runs[0][2], nt)
+    if a.print_fit:
+        print(f'{fit[0]:g} {fit[1]:g}')
+        return 0 if float(c0.get('lat_stlb', -1)) == 0 and float(c0.get('lat_walk', -1)) == 0 else 1
+    checks = []
+
+    def check(ok, what):
+        checks.append((bool(ok), what))
+
+    for run, d, loops in runs:
+        c = d['config']
+        name = os.path.basename(run.serial)
+        check(run.boot_rc == 0, f'{name}: guest run passed boot-test (exit {run.boot_rc})')
+        got = sum(1 for p in loops.values() if p)
+        check(got == len(nt['loops']), f'{name}: {got} of {len(nt["loops"])} loops measured on both page sizes')
+        check(c.get('dtlb', '0').split('/')[0] != '0', f'{name}: the TLB model on (dtlb={c.get("dtlb")}, '
+              f'stlb={c.get("stlb")}, lat_stlb={c.get("lat_stlb")}, lat_walk={c.get("lat_walk")})')
+        for lname, p in loops.items():
+            if p:       # L1 DTLB misses (STLB hits and walks) per unit
+                m = {pg: p[pg]['stlb'] + p[pg]['walk'] for pg in p}
+                check(m['thp'] <= 0.01 * m['4k'] and m['4k'] > 0.3,
+                      f'{name}: {lname}: the guest gave the THP run huge pages ({m["thp"]:.4f} L1 DTLB misses per '
+                      f'unit, on 4 KiB pages {m["4k"]:.3f})')
+    c0ok = float(c0.get('lat_stlb', -1)) == 0 and float(c0.get('lat_walk', -1)) == 0
+    check(c0ok, 'the first run at lat_stlb = lat_walk = 0 (the fit\'s base)')
+    last, dl = runs[-1][2], runs[-1][1]['config']
+    at_fit = abs(float(dl.get('lat_stlb', -1)) - fit[0]) < 1e-6 and abs(float(dl.get('lat_walk', -1)) - fit[1]) < 1e-6
+    check(len(runs) > 1 and at_fit, f'the check run at the fit (lat_stlb {dl.get("lat_stlb")}, lat_walk '
+          f'{dl.get("lat_walk")})')
+    rows = []
+    for lp in nt['loops']:
+        p0, pl = runs[0][2].get(lp['name']), last.get(lp['name'])
+        if not p0 or not pl:
+            continue
+        sim_r = pl['4k']['cycles'] / pl['thp']['cycles']
+        pred = tlb_predict(p0, fit[0], fit[1])
+        err = sim_r / lp['ratio']['median'] - 1
+        rows.append((lp, pl, sim_r, pred, err))
+        check(abs(err) <= a.tolerance, f'{lp["name"]}: 4 KiB / THP simulated {sim_r:.3f}x against native '
+              f'{lp["ratio"]["median"]:.3f}x ({100 * err:+.1f}%, limit {100 * a.tolerance:.0f}%)'
+              + ('' if lp['name'].startswith('chase') else ', not fitted'))
+        if lp['name'].startswith('chase'):
+            check(abs(sim_r / pred - 1) < 0.01, f'{lp["name"]}: the check run gives what the fit predicted '
+                  f'({sim_r:.4f}x, predicted {pred:.4f}x)')
+
+    def cell(x, f='{:.4g}'):
+        return f.format(x['median']) + f' ({f.format(x["min"])}-{f.format(x["max"])})'
+    run0, d0 = runs[-1][0], runs[-1][1]
+    L = [TLB_SECTION, '',
+         'The timing above translates for free. With the TLB model on (`dtlb=`, plugin/tlb.h; run.sh '
+         '`DTLB`..`LAT_WALK`) every access looks up an L1 DTLB, then an L2 DTLB (STLB), per vCPU, 4 KiB and '
+         '2 MiB pages (the plugin cannot read the guest\'s page tables: an access whose virtual and physical '
+         'addresses agree in their low 21 bits is taken to be on a 2 MiB page); an STLB hit adds `LAT_STLB` '
+         'cycles to the access, a miss walks: `LAT_STLB` + `LAT_WALK` + the load of the leaf entry (PTE, '
+         'or PMD entry of a 2 MiB page) at a synthetic physical address derived from the virtual one, '
+         'through the L2, the LLC and memory (the bandwidth term included), so that walks compete for the '
+         'caches; the upper levels are taken to hit the page-walk cache. The translation\'s time joins '
+         'the access\'s latency in the overlap model (the load issues when its translation is done). '
+         'Geometry: this machine\'s AMD EPYC (family 0x19 model 0x11, Zen 4; CPUID 0x80000005/6: L1 DTLB 72 '
+         'entries fully associative, L2 DTLB 3072 entries) over 4, as the caches are (native LLC share 8 MB, '
+         'L2 1 MiB; simulated 2 MiB, 256 KiB): '
+         f'L1 DTLB {c0.get("dtlb", "?").replace("/0", " entries, fully associative").replace("/", " entries, ")}, '
+         f'STLB {c0.get("stlb", "?").replace("/", " entries, ")} ways. The two latencies are fitted on '
+         'native loops that differ only in their pages (nothing of the PostgreSQL curve): `llcsim time '
+         'SPEC/thp` against `SPEC/4k` (native/tlbload.py), a pointer chase of 512 KiB (in the L2) and 4 MiB '
+         '(in the L3), within the STLB and beyond the L1 DTLB (pin `LAT_STLB`), of 32 and 128 MiB (beyond '
+         'the STLB: most loads walk, pin `LAT_WALK`), and random loads of 128 MiB (walks that overlap: a '
+         'check, not fitted); simulated at a quarter of the size. A chase is additive in the model, so one guest run '
+         'at 0, 0 gives its cycles at any latencies (calibrate.py tlb); a second run at the fit checks it.', '',
+         f'- Native: {nt["machine"]}, THP `{nt["thp"]}`; {nt["date"]}, {nt["pairs"]} alternating pairs '
+         f'(THP, 4 KiB) per loop, {nt["guard"].lstrip("- ")}',
+         f'- Command: `{nt["command"]}`; raw runs in `benchmarks/llcsim/calibration/native-tlb.json`.',
+         f'- Simulated: `{a.cmd}`: guest runs ' + ', '.join(
+             f'`{os.path.basename(r.serial)}` ({r.secs} s, exit {r.boot_rc}, lat_stlb '
+             f'{d["config"].get("lat_stlb")}, lat_walk {d["config"].get("lat_walk")})' for r, d, _ in runs)
+         + '; timing otherwise the calibrated profile (' + ', '.join(
+             f'{k} {d0["config"].get(k.lower(), "?")}' for k in ('CPI', 'ROB', 'MSHR', 'PF', 'BW_PEAK')) + ').',
+         '', '| loop (native; simulated) | THP ns per unit | 4 KiB ns per unit | native 4 KiB / THP, median '
+         '(min-max) | simulated at the fit | error | simulated walks per unit (4 KiB; leaf from memory) |',
+         '| --- | --- | --- | --- | --- | --- | --- |']
+    for lp, pl, sim_r, pred, err in rows:
+        L.append(f'| {lp["name"]} (`{lp["spec"]}`; `{lp["sim_spec"]}`) | {cell(lp["thp_s"])} | {cell(lp["4k_s"])} | '
+                 f'{cell(lp["ratio"], "{:.3f}")}x | {sim_r:.3f}x | {100 * err:+.1f}% | {pl["4k"]["walk"]:.3f}; '
+                 f'{pl["4k"]["walkm"]:.3f} |')
+    L += ['', '| parameter | fitted | meaning |', '| --- | --- | --- |',
+          f'| `LAT_STLB` | {fit[0]:g} | cycles an L1 DTLB miss that hits the STLB adds to an access |',
+          f'| `LAT_WALK` | {fit[1]:g} | cycles of a walk beyond its STLB lookup and its leaf load |', '',
+          f'Worst error of the fitted chases: {100 * fit[2]:.1f}%. Written to '
+          '`benchmarks/llcsim/calibration/profile.env` (`TIMING=calibrated`); `TIMING=legacy` and `DTLB=0` '
+          'leave the TLBs out (translation free, as before).', '']
+    L += [f'- {"PASS" if ok else "FAIL"}: {what}' for ok, what in checks]
+    L.append('')
+    ok = all(ok for ok, _ in checks)
+    if a.profile:
+        set_profile(a.profile, {'DTLB': c0.get('dtlb', '0').split('/')[0], 'DTLB_WAYS': c0.get('dtlb', '0/0').split('/')[1],
+                                'STLB': c0.get('stlb', '0').split('/')[0], 'STLB_WAYS': c0.get('stlb', '0/0').split('/')[1],
+                                'LAT_STLB': f'{fit[0]:g}', 'LAT_WALK': f'{fit[1]:g}'},
+                    f'# DTLB..LAT_WALK: `run.sh calibrate-tlb` (calibrate.py tlb) on the native 4 KiB / THP runs of '
+                    f'{nt["date"]} (calibration/native-tlb.json); the geometry is the machine\'s over 4')
+    if a.page:
+        with open(a.page) as f:
+            text = f.read()
+        with open(a.page, 'w') as f:
+            f.write(replace_section(text, L, TLB_SECTION))
+    for ok_, what in checks:
+        print(f'{"ok" if ok_ else "not ok"} - {what}')
+    print(f'tlb: LAT_STLB={fit[0]:g} LAT_WALK={fit[1]:g} (worst chase error {100 * fit[2]:.1f}%)')
+    return 0 if ok else 1
+
+
 def main():
     if sys.argv[1:2] == ['bandwidth']:
         return bandwidth_main(sys.argv[2:])
+    if sys.argv[1:2] == ['tlb']:
+        return tlb_main(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--run', nargs=4, action='append', required=True, metavar=('SERIAL', 'SIM', 'RC', 'SECS'),
                     help='a guest run: serial log, plugin log, boot-test exit, wall seconds')
@@ -319,23 +513,26 @@ def main():
         with open(memload) as f:
             ml = json.load(f)
         L += [''] + bandwidth_lines(ml, fit_bandwidth(ml))
+    if os.path.exists(args.out):    # calibrate.py tlb's section stays (its guest runs are not committed)
+        with open(args.out) as f:
+            kept_tlb = section(f.read(), TLB_SECTION)
+        if kept_tlb:
+            L += [''] + kept_tlb.rstrip('\n').split('\n')
     write_page(args.out, '\n'.join(L) + '\n')
     ok = all(ok for ok, _ in checks)
     if best and args.profile and runs_ok:     # the best fit, even one off by more than the tolerance
-        bw, bw_comment = {}, ''
-        if os.path.exists(args.profile):      # calibrate.py bandwidth's values stay
+        kept = []
+        if os.path.exists(args.profile):      # calibrate.py bandwidth's and tlb's values stay, in their order
             with open(args.profile) as f:
-                kept = [ln for ln in f if ln.startswith(BW_KEYS + ('# BW_',))]
-            bw = dict(ln.strip().split('=', 1) for ln in kept if not ln.startswith('#'))
-            bw_comment = ''.join(ln for ln in kept if ln.startswith('#'))
+                kept = [ln for ln in f if ln.startswith(tuple(k + '=' for k in BW_KEYS + TLB_KEYS) +
+                                                        ('# BW_', '# DTLB'))]
         now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
         with open(args.profile, 'w') as f:
             f.write(f'# llcsim TIMING=calibrated: fitted by `{args.cmd}` on {now}\n'
                     f'# (docs/results/llcsim-calibration.md; worst error {100 * best["worst"]:.1f}% against\n'
                     f'# calibration/native-mlp.json).  run.sh takes each value unless the variable is set.\n'
                     f'CPI={best["cpi"]:g}\nROB={best["rob"]}\nMSHR={best["mshr"]}\nPF={best["pf"]}\n'
-                    f'PF_XLAT={best["pf_xlat"]}\nLAT_SEQ=200\n' + bw_comment +
-                    ''.join(f'{k}={v}\n' for k, v in bw.items()))
+                    f'PF_XLAT={best["pf_xlat"]}\nLAT_SEQ=200\n' + ''.join(kept))
     for ok_, what in checks:
         print(f'{"ok" if ok_ else "not ok"} - {what}')
     return 0 if ok else 1

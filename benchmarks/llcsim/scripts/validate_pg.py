@@ -64,6 +64,38 @@ def decomposition(d, rows):
                  for ph in ('stream', 'alone')}
         L.append(f'| {mb:g} | {la:.4g} | {ls:.4g} | {ls / la:.2f}x | {100 * share["stream"]:.1f}% | '
                  f'{100 * share["alone"]:.1f}% |')
+    return L + translation(d, rows)
+
+
+def translation(d, rows):
+    """Table lines: per size, the page walks of the server's vCPU alone and
+    beside the stream, per LLC miss, and the translation latency (the dumps'
+    xlat: STLB hits and walks, before their overlap) as a share of the
+    query's cycles; [] when the TLB model was off."""
+    cyc, _ = pairs(d)
+    llcm, _ = pairs(d, 'llcm')
+    walk, missing = pairs(d, 'walk')
+    xlat, _ = pairs(d, 'xlat')
+    if missing or not walk or not any(p.get('alone') for reps in walk.values() for p in reps.values()):
+        return []
+    L = ['', 'Translation (the TLB model): page walks of the server\'s vCPU (user + kernel) and the latency '
+         'the STLB hits and walks added to its accesses, as a share of the query\'s cycles (an upper bound '
+         'of their cost: overlapped, part of it is hidden).', '',
+         '| native table MB | walks alone | walks per LLC miss alone | walks beside the stream | '
+         'translation latency alone, share of the cycles | the same beside |',
+         '| --- | --- | --- | --- | --- | --- |']
+
+    def med(xs):
+        return summarize(xs).median if xs else float('nan')
+    for r, mb in sorted(rows.items()):
+        reps = [rep for rep, p in walk.get(r, {}).items() if 'alone' in p and 'stream' in p]
+        if not reps:
+            continue
+        wa, ws = med([walk[r][k]['alone'] for k in reps]), med([walk[r][k]['stream'] for k in reps])
+        per = med([walk[r][k]['alone'] / llcm[r][k]['alone'] for k in reps if llcm[r][k]['alone']])
+        share = {ph: med([xlat[r][k][ph] / cyc[r][k][ph] for k in reps]) for ph in ('alone', 'stream')}
+        L.append(f'| {mb:g} | {wa:.4g} | {per:.2f} | {ws:.4g} | {100 * share["alone"]:.1f}% | '
+                 f'{100 * share["stream"]:.1f}% |')
     return L
 
 

@@ -129,6 +129,14 @@ static uint64_t colored_page(uint64_t i, int c0, int nc, int ncolors)
 	return ((round + 1000) * (uint64_t)ncolors + color) << 12;
 }
 
+/* The latencies a core's misses and translations added up to (cycles):
+ * the levels, an STLB hit 7, a walk 7 + 30 + its leaf's level (tests 40, 43). */
+static double latencies(const struct core *k)
+{
+	return (double)k->mem * 200 + (double)k->llch * 40 + (double)k->l2h * 12 + (double)k->stlb * 7 +
+	       (double)k->walks * 37 + (double)k->walk_l2 * 12 + (double)k->walk_llc * 40 + (double)k->walk_mem * 200;
+}
+
 int main(void)
 {
 	struct cm_cache c;
@@ -559,6 +567,129 @@ int main(void)
 		free(next);
 		core_free(&a);
 		core_free(&b);
+	}
+
+	/*
+	 * 38-44: the data TLBs (tlb.h) on the access path (access.h): LRU
+	 * levels, the page size seen in the addresses, walks whose leaf load
+	 * goes through the caches and whose time joins the access's.
+	 */
+	{
+		struct tlb_level l;
+		struct ref r;
+		uint64_t x = 7, i, bad = 0, hits = 0;
+		int k;
+
+		/* 38: a TLB level is LRU per set: against the reference, fully
+		 * associative (18) and 64 sets x 12 ways */
+		for (k = 0; k < 2; k++) {
+			uint32_t entries = k ? 768 : 18, ways = k ? 12 : 0, range = k ? 2000 : 30;
+
+			tlb_level_init(&l, entries, ways);
+			ref_init(&r, entries, ways ? ways : entries, 1);
+			for (i = 0; i < 200000; i++) {
+				uint64_t vpn = cm_xorshift(&x) % range;
+				int a = tlb_level_access(&l, vpn, (vpn << 1) + 1), b = ref_access(&r, vpn);
+
+				bad += a != b;
+				hits += a;
+			}
+			free(l.key);
+			free(r.tag);
+			free(r.ts);
+		}
+		ok(bad == 0 && hits > 50000, "%g disagreements, %g hits", "tlb: a level is LRU per set (18 full, 64 x 12)",
+		   (double)bad, (double)hits);
+	}
+	{
+		struct core k;
+		uint64_t i, n = 0, lines = 32 << 14, pages = (32 << 8) + 512;	/* 32 MiB */
+		double t, want, add;
+
+		/* 39: the page size from the addresses: 2 MiB frames are seen as
+		 * huge, scattered 4 KiB frames (almost) never */
+		core_init(&k, pages, 0, 16, 0, 1, 1.0);
+		for (i = 0; i < pages; i++)
+			n += tlb_huge(LOOP_BASE + i * 4096, core_pa(&k, LOOP_BASE + i * 4096));
+		core_set_huge(&k);
+		t = 0;
+		for (i = 0; i < pages; i++)
+			t += tlb_huge(LOOP_BASE + i * 4096 + 64, core_pa(&k, LOOP_BASE + i * 4096 + 64));
+		ok(n < pages / 100 && t == pages, "%g of 4 KiB pages taken for huge, %g of the 2 MiB mapping's",
+		   "tlb: 2 MiB pages told from 4 KiB ones by their addresses", (double)n, t);
+		core_free(&k);
+
+		/* 40: a chase on 4 KiB pages beyond the STLB's reach pays a walk
+		 * per load on top of the miss: lat_stlb + lat_walk + its leaf */
+		core_init(&k, pages, 16, 16, 160, 14, 0.4);
+		core_set_tlb(&k, 18, 0, 768, 12, 7, 30);
+		t = loop_chase(&k, lines, 100000);
+		add = latencies(&k) / 100000 + 4 * 0.4;
+		ok(k.walks > 0.9 * 100000 && t > 0.99 * add && t < 1.01 * add && t > 200 + 0.9 * (37 + 12),
+		   "%.1f cycles per load, the latencies add up to %.1f",
+		   "tlb: a 4 KiB chase beyond the STLB walks (9 loads in 10), the walk's time added", t, add);
+		printf("# 40: %.3f walks per load, leaf in L2 %.3f, LLC %.3f, memory %.3f\n",
+		       (double)k.walks / 100000, (double)k.walk_l2 / (double)k.walks,
+		       (double)k.walk_llc / (double)k.walks, (double)k.walk_mem / (double)k.walks);
+		core_free(&k);
+
+		/* 41: the same chase on 2 MiB pages: 16 pages, no walk, no STLB
+		 * lookup: the time of the core without TLBs */
+		core_init(&k, pages, 16, 16, 160, 14, 0.4);
+		core_set_huge(&k);
+		want = loop_chase(&k, lines, 100000);
+		core_free(&k);
+		core_init(&k, pages, 16, 16, 160, 14, 0.4);
+		core_set_huge(&k);
+		core_set_tlb(&k, 18, 0, 768, 12, 7, 30);
+		t = loop_chase(&k, lines, 100000);
+		ok(k.walks == 0 && k.stlb == 0 && t > 0.999 * want && t < 1.001 * want,
+		   "%.2f cycles per load, without TLBs %.2f", "tlb: a chase on 16 huge pages neither walks nor misses the L1 DTLB",
+		   t, want);
+		core_free(&k);
+
+		/* 42: the walks' leaf lines live in the caches: 8 MiB on 4 KiB
+		 * pages (2048 pages, 256 lines of PTEs) walks on most loads, and
+		 * the walks find their PTEs in the L2 */
+		core_init(&k, pages, 16, 16, 160, 14, 0.4);
+		core_set_tlb(&k, 18, 0, 768, 12, 7, 30);
+		loop_chase(&k, 8 << 14, 100000);
+		ok(k.walks > 0.5 * 100000 && k.walk_l2 > 0.95 * k.walks && cm_probe(&k.l2, tlb_leaf(LOOP_BASE, 0)),
+		   "%.3f walks per load, %.3f of their PTEs from the L2",
+		   "tlb: page-table loads go through the caches (PTE lines stay in the L2)",
+		   (double)k.walks / 100000, (double)k.walk_l2 / (double)k.walks);
+		core_free(&k);
+
+		/* 43: random loads on 4 KiB pages: walk and load overlap as one
+		 * outstanding miss: its occupancy (walk included) over mshr */
+		core_init(&k, pages, 16, 16, 320, 14, 0.4);
+		core_set_tlb(&k, 18, 0, 768, 12, 7, 30);
+		t = loop_rand(&k, lines, 100000);
+		want = latencies(&k) / 100000 / 14;
+		ok(k.walks > 0.9 * 100000 && t > 0.95 * want && t < 1.05 * want,
+		   "%.2f cycles per load, occupancy / mshr = %.2f", "tlb: random loads' walks overlap with the misses", t, want);
+		core_free(&k);
+
+		/* 44: an L1 hit whose translation misses the L1 DTLB is charged
+		 * it: 64 pages, a line each (in the L1), round robin past 18
+		 * entries: every access an STLB hit, 7 cycles (additive timing) */
+		core_init(&k, pages, 0, 16, 0, 1, 1.0);
+		core_set_tlb(&k, 18, 0, 768, 12, 7, 30);
+		for (i = 0; i < 64; i++)	/* line i of page i: L1 set i */
+			core_load(&k, LOOP_BASE + i * 4096 + i * 64, 0);
+		{
+			uint64_t c0 = k.clock, s0 = k.stlb, l0 = k.l1m;
+
+			for (i = 0; i < 64000; i++) {
+				core_insns(&k, 2);
+				core_load(&k, LOOP_BASE + (i % 64) * 4096 + (i % 64) * 64, 0);
+			}
+			t = (double)(k.clock - c0) / 100 / 64000;
+			ok(k.stlb - s0 == 64000 && k.l1m == l0 && t > 9 - 1e-9 && t < 9 + 1e-9,
+			   "%.3f cycles per access, want 2 x 1 + 7 = %g",
+			   "tlb: an L1 hit pays its STLB lookup", t, 9);
+		}
+		core_free(&k);
 	}
 
 	printf("# %d/%d passed\n", ntest - nfail, ntest);
