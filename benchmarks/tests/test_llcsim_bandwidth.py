@@ -80,22 +80,10 @@ def test_run_sh_calibrate_keeps_the_bandwidth_term(tmp_path):
 def test_pg_validation_page_shows_the_contention_share(tmp_path):
     # pg-validate's dumps with the term on carry bwlat: the page decomposes
     from test_llcsim_calibration import write_pg_logs
-    write_pg_logs(tmp_path, {9830: 2.0, 157286: 1.0})
-    sim = tmp_path / "p.sim.log"
-    lines = sim.read_text().splitlines()
-    for i, ln in enumerate(lines):
-        if ln.startswith("dump "):
-            tag = int(ln.split("tag=")[1].split()[0])
-            bwlat = 5_000_000 if tag == 2 else 0        # 2 MB beside the stream: 5M of its 20M cycles
-            lines[i] = ln + f" u_bwlat={bwlat} k_bwlat=0"
-    sim.write_text("\n".join(lines) + "\n")
-    out = tmp_path / "page2.md"
-    r = subprocess.run([sys.executable, str(LLCSIM / "scripts" / "analyze.py"), "pgvalidate", "--serial",
-                        str(tmp_path / "p.serial.log"), "--sim", str(sim), "--boot-rc", "0", "--secs", "1",
-                        "--out", str(out), "--native-study", str(LLCSIM / "calibration" / "native-study-stream.json"),
-                        "--sizes", "2,32", "--scale", "4", "--cmd", "test"], capture_output=True, text=True)
+    # 2 MB beside the stream (tag 2): 5M of its 20M cycles
+    r, text = write_pg_logs(tmp_path, {9830: 2.0, 157286: 1.0},
+                            extra=lambda tag: f"u_bwlat={5_000_000 if tag == 2 else 0} k_bwlat=0")
     assert r.returncode == 0, r.stdout + r.stderr
-    text = out.read_text()
     assert "## Where the co-run time goes" in text
     assert "| 2 | 1 | 1 | 1.00x | 25.0% | 0.0% |" in text
     assert "| 32 | 1 | 1 | 1.00x | 0.0% | 0.0% |" in text

@@ -128,10 +128,11 @@ def test_mlp_check_fails_with_the_uncalibrated_errors(tmp_path):
 NATIVE_STUDY = LLCSIM / "calibration" / "native-study-stream.json"
 
 
-def write_pg_logs(tmp, slowdowns, drop_tag=None, sizes="2,32"):
+def write_pg_logs(tmp, slowdowns, drop_tag=None, sizes="2,32", extra=None):
     """pg/hjstream's output for native sizes (MB) at scale 4 (2 MB: 9830
     build rows, 8 MB: 39321, 32 MB: 157286), one repetition; slowdowns:
-    rows -> co-run / alone."""
+    rows -> co-run / alone; extra: tag -> more counters for its dump line.
+    Returns analyze.py pgvalidate's process and the page it wrote."""
     ser = ["=== PCTEST cmdline: page_colors=32", "=== PCTEST cpus: 2", "ok 1 - server on vCPU 0"]
     sim = ["config colors=32 line=64 cpi=0.4 rob=224 mshr=13 pf=16 pf_xlat=16"]
     tag = 1
@@ -141,7 +142,7 @@ def write_pg_logs(tmp, slowdowns, drop_tag=None, sizes="2,32"):
             if tag != drop_tag:
                 sim.append(f"dump seq={tag} tag={tag} vcpu=0 u_insns=1 u_acc=1 u_l1m=1 u_l2m=1 u_llcm=1 u_seqm=0 "
                            f"u_cycles={cycles - 1000} k_insns=0 k_acc=0 k_l1m=0 k_l2m=0 k_llcm=0 k_seqm=0 "
-                           f"k_cycles=1000 acc_by_vcpu=1/0")
+                           f"k_cycles=1000 acc_by_vcpu=1/0" + (" " + extra(tag) if extra else ""))
             tag += 1
     (tmp / "p.serial.log").write_text("\n".join(ser) + "\n")
     (tmp / "p.sim.log").write_text("\n".join(sim) + "\n")

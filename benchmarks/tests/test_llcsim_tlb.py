@@ -104,21 +104,10 @@ def test_thp_runs_that_walk_fail_the_huge_page_check(tmp_path):
 
 def test_pg_validation_page_shows_the_translation(tmp_path):
     from test_llcsim_calibration import write_pg_logs
-    write_pg_logs(tmp_path, {9830: 2.0, 157286: 1.0})
-    sim = tmp_path / "p.sim.log"
-    lines = sim.read_text().splitlines()
-    for i, ln in enumerate(lines):
-        if ln.startswith("dump "):
-            tag = int(ln.split("tag=")[1].split()[0])
-            xlat = 2_000_000 if tag == 1 else 0        # 2 MB alone: 2M of its cycles translating
-            lines[i] = ln + f" u_bwlat=0 k_bwlat=0 u_walk={1000 if tag == 1 else 0} k_walk=0 u_xlat={xlat} k_xlat=0"
-    sim.write_text("\n".join(lines) + "\n")
-    out = tmp_path / "page.md"
-    r = subprocess.run([sys.executable, str(LLCSIM / "scripts" / "analyze.py"), "pgvalidate", "--serial",
-                        str(tmp_path / "p.serial.log"), "--sim", str(sim), "--boot-rc", "0", "--secs", "1",
-                        "--out", str(out), "--native-study", str(LLCSIM / "calibration" / "native-study-stream.json"),
-                        "--sizes", "2,32", "--scale", "4", "--cmd", "test"], capture_output=True, text=True)
+    # 2 MB alone (tag 1): 2M of its cycles translating
+    r, text = write_pg_logs(tmp_path, {9830: 2.0, 157286: 1.0},
+                            extra=lambda tag: f"u_bwlat=0 k_bwlat=0 u_walk={1000 if tag == 1 else 0} k_walk=0 "
+                                              f"u_xlat={2_000_000 if tag == 1 else 0} k_xlat=0")
     assert r.returncode == 0, r.stdout + r.stderr
-    text = out.read_text()
     assert "| native table MB | walks alone |" in text
     assert "| 2 | 1000 | 1000.00 | 0 |" in text, text
