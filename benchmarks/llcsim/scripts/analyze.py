@@ -88,7 +88,7 @@ def metrics(d, tag):
     m['k_acc'] = x['k_acc']
     m['k_cycles'] = x['k_cycles']
     m['by_vcpu'] = x['acc_by_vcpu']
-    m['ovlm'] = x.get('u_ovlm', 0)      # misses that stalled nothing (rob=)
+    m['ovlm'] = x.get('u_ovlm', 0)      # misses that did not stall at their issue (rob=)
     m['stall'] = x.get('u_stall', 0)    # cycles the misses stalled (rob=)
     m['seqm'] = x.get('u_seqm', 0)
     m['pf'] = x.get('u_pf', 0)          # lines the prefetcher filled (pf=)
@@ -687,7 +687,7 @@ def mlp(args, d):
     for ok, what in checks:
         L.append(f'- {"PASS" if ok else "FAIL"}: {what}')
     L += ['', '## Simulated', '',
-          '| loop | loads | LLC miss rate | LLC misses | misses without a stall | stream-discounted | '
+          '| loop | loads | LLC miss rate | LLC misses | misses not stalled at issue | stream-discounted | '
           'lines prefetched | stall per L1 miss (cycles) | cycles per load (overlap model) | '
           'cycles per load (additive) |',
           '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']
