@@ -501,8 +501,8 @@ do_calibrate_tlb() {
 # chase, natively (native/gaploop.py, --measure: timed now, guarded, into
 # calibration/native-window.json) and in the guest with the profile's
 # timing, every window of CAL_ROB beside it (plugin grid_*); the section of
-# docs/results/llcsim-calibration.md; exit 1 when the profile is more than
-# 15% off at some K.
+# docs/results/llcsim-calibration.md, its verdict PASS when the profile is
+# within 15% at every K; exit 1 only when the guest run is unsound.
 do_window() {
 	local nw=$here/calibration/native-window.json
 	[ "${2:-}" != --measure ] || "$py" "$here/native/gaploop.py" --out "$nw"

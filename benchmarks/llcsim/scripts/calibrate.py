@@ -31,8 +31,10 @@ guest run at the fitted values (the last).
 RC SECS --page docs/results/llcsim-calibration.md` compares a guest run of
 native/gaploop.py's loops (independent random loads K dependent adds apart,
 every ROB of the grid evaluated beside the main timing) with their native
-ratios to a chase, and writes the page's section on the window; exit 1 when
-the main timing is more than --tolerance off at some K."""
+ratios to a chase, and writes the page's section on the window, with the
+verdict (PASS when the main timing is within --tolerance at every K); exit 1
+when the guest run is unsound (it failed, or a loop is missing), as
+pg-validate, so that make bench goes on past a FAIL."""
 import argparse
 import datetime
 import json
@@ -454,7 +456,7 @@ def window_main(argv):
     with open(a.page, 'w') as f:
         f.write(replace_section(text, L, WIN_SECTION))
     print('\n'.join(L))
-    return 0 if ok and worst <= a.tolerance else 1
+    return 0 if ok else 1
 
 
 def main():
