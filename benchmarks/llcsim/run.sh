@@ -1,7 +1,7 @@
 #!/bin/bash
 # llcsim: shared-LLC simulator (QEMU TCG plugin) for the page colouring kernel.
 #
-# usage: benchmarks/llcsim/run.sh {build|unit|validate|domains|mlp|calibrate|calibrate-bw|calibrate-tlb|table2|pg-fig2|pg-fig6|pg-compare|pg-validate|all} [--quick]
+# usage: benchmarks/llcsim/run.sh {build|unit|validate|domains|mlp|calibrate|calibrate-bw|calibrate-tlb|window|table2|pg-fig2|pg-fig6|pg-compare|pg-validate|all} [--quick]
 #   build     plugin (fetches qemu-plugin.h of the installed QEMU from Debian's
 #             source package on first use), static guest program, host unit
 #             test, patched kernel (kernel-patch/scripts/kernel-tree.sh build guest)
@@ -39,6 +39,11 @@
 #             prefetch distance (a run each) to the committed native ratios;
 #             writes docs/results/llcsim-calibration.md and
 #             calibration/profile.env (TIMING=calibrated)
+#   window    the overlap model's window against this machine: independent
+#             random loads K dependent adds apart (K 0-1024) against a
+#             chase, natively (--measure: native/gaploop.py now, guarded)
+#             and simulated with the profile and each ROB of CAL_ROB; writes
+#             the section of docs/results/llcsim-calibration.md
 #   table2    Table 2 / Figure 5 experiment; writes docs/results/llcsim-table2.md
 #   pg-fig2   Figure 2 with PostgreSQL in the guest (the test box image of
 #             scripts/testbox/mkimage.sh, TPC-H SF $PG_TPCH): TPC-H queries
@@ -102,7 +107,7 @@ profile=$here/calibration/profile.env
 native_cal=$here/calibration/native-mlp.json
 
 case ${1:-} in
-mlp | pg-validate | calibrate-tlb) TIMING=${TIMING:-calibrated} ;;
+mlp | pg-validate | calibrate-tlb | window) TIMING=${TIMING:-calibrated} ;;
 *) TIMING=${TIMING:-legacy} ;;
 esac
 case $TIMING in
@@ -492,8 +497,25 @@ do_calibrate_tlb() {
 		--cmd "$(envs)benchmarks/llcsim/run.sh calibrate-tlb${2:+ $2}"
 }
 
+# The window: independent random loads K dependent adds apart against a
+# chase, natively (native/gaploop.py, --measure: timed now, guarded, into
+# calibration/native-window.json) and in the guest with the profile's
+# timing, every window of CAL_ROB beside it (plugin grid_*); the section of
+# docs/results/llcsim-calibration.md, its verdict PASS when the profile is
+# within 15% at every K; exit 1 only when the guest run is unsound.
+do_window() {
+	local nw=$here/calibration/native-window.json
+	[ "${2:-}" != --measure ] || "$py" "$here/native/gaploop.py" --out "$nw"
+	read -r serial simout rc secs < <(GRID_CPI=$CPI GRID_ROB=${CAL_ROB:-160:224:320} GRID_MSHR=$MSHR \
+		boot window "$("$py" "$here/native/gaploop.py" --sim-list)" "${BOOT_TIMEOUT:-1800}")
+	"$py" "$here/scripts/calibrate.py" window --native "$nw" --run "$serial" "$simout" "$rc" "$secs" \
+		--page "$results/llcsim-calibration.md" --tolerance 0.15 \
+		--cmd "$(envs)benchmarks/llcsim/run.sh window${2:+ $2}"
+}
+
 case "${1:-}" in
 build) do_build ;;
+window) do_build; do_window "$@" ;;
 calibrate-tlb) do_build; do_calibrate_tlb "$@" ;;
 calibrate-bw) do_calibrate_bw "$@" ;;
 unit) do_unit ;;

@@ -23,6 +23,9 @@
  *   rand/KIB/LOADS       independent random loads, one 8-byte word of a
  *                        random 64 B line each (the address comes from a
  *                        generator in registers, never from a loaded value)
+ *   gap/KIB/LOADS/k=K    rand's loads, K serially dependent adds after each
+ *                        (K a multiple of 64; the adds use no loaded value):
+ *                        how much of a miss a window of instructions hides
  *   hash/ENTRIES/PROBES  hash-join probe loop: bucket array (4 B) + chained
  *                        32 B entries (buckets and chains hold 32-bit
  *                        pointers to entries mapped below 4 GiB, so that
@@ -62,7 +65,7 @@
 #include "llcsim_guest.h"
 #include "resctrl_agent.h"
 
-enum kind { K_CHASE, K_STREAM, K_HASH, K_RAND };
+enum kind { K_CHASE, K_STREAM, K_HASH, K_RAND, K_GAP };
 
 /* next: a 32-bit pointer (MAP_32BIT), 0 at the end of the chain */
 struct entry { uint64_t key, payload; uint32_t next, pad[3]; };
@@ -72,6 +75,7 @@ struct work {
 	long a, b;
 	char colors[64], pcolors[64];
 	long pk_kib;
+	long gapk;	/* gap: dependent adds after each load (a multiple of 64) */
 	int mode;	/* COLOR_MODE_BIND, or COLOR_MODE_PREFERRED with /pref */
 	unsigned long ways;	/* w=: LLC way mask, 0 = all */
 	char rgroup[32];	/* rg=: resctrl group (through the agent), "" = none */
@@ -162,6 +166,7 @@ static void parse_spec(struct work *w, const char *spec)
 			else if (!strcmp(tok, "stream")) w->kind = K_STREAM;
 			else if (!strcmp(tok, "hash")) w->kind = K_HASH;
 			else if (!strcmp(tok, "rand")) w->kind = K_RAND;
+			else if (!strcmp(tok, "gap")) w->kind = K_GAP;
 			else { fprintf(stderr, "llcsim: bad kind %s\n", tok); exit(2); }
 		} else if (!strncmp(tok, "c=", 2)) {
 			snprintf(w->colors, sizeof(w->colors), "%s", tok + 2);
@@ -169,6 +174,8 @@ static void parse_spec(struct work *w, const char *spec)
 			snprintf(w->pcolors, sizeof(w->pcolors), "%s", tok + 3);
 		} else if (!strcmp(tok, "pref")) {
 			w->mode = COLOR_MODE_PREFERRED;
+		} else if (!strncmp(tok, "k=", 2) && atol(tok + 2) >= 0 && atol(tok + 2) % 64 == 0) {
+			w->gapk = atol(tok + 2);
 		} else if (!strncmp(tok, "pk=", 3)) {
 			w->pk_kib = atol(tok + 3);
 		} else if (!strncmp(tok, "w=", 2)) {
@@ -261,12 +268,13 @@ static void setup(struct work *w)
 	}
 	case K_STREAM:
 	case K_RAND:
+	case K_GAP:
 		w->nwords = (size_t)w->a * 1024 / 8;
 		w->stream = alloc(w->nwords * 8);
 		for (i = 0; i < w->nwords; i++)
 			w->stream[i] = i;
 		w->rstate = 1;
-		report_colors(w->kind == K_RAND ? "rand" : "stream", w->stream, w->nwords * 8, w->colors);
+		report_colors(w->kind == K_STREAM ? "stream" : "rand", w->stream, w->nwords * 8, w->colors);
 		break;
 	case K_HASH: {
 		size_t n = (size_t)w->a, nb = 1;
@@ -335,6 +343,19 @@ static void step(struct work *w, long units)
 		w->sink = s;
 		break;
 	}
+	case K_GAP: {
+		uint64_t s = w->sink, x = w->rstate, nl = w->nwords / 8, g = 0;
+		long j, n = w->gapk / 64;
+		for (u = 0; u < units; u++) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			s += w->stream[((x >> 32) * nl >> 32) * 8];
+			for (j = 0; j < n; j++)	/* g = g + x, 64 times: a dependent chain */
+				__asm__ volatile(".rept 64\n\tadd %1, %0\n\t.endr" : "+r"(g) : "r"(x));
+		}
+		w->rstate = x;
+		w->sink = s + g;
+		break;
+	}
 	case K_HASH: {
 		uint64_t s = w->sink;
 		size_t kp = w->kpos;
@@ -370,6 +391,7 @@ static long warm_units(const struct work *w)
 	case K_CHASE: return 2 * (long)w->nlines;
 	case K_STREAM: return 0;
 	case K_RAND: return w->b / 4;
+	case K_GAP: return w->b / 4;
 	case K_HASH: return w->b / 4;
 	}
 	return 0;

@@ -21,10 +21,10 @@ guest's initramfs list of the simulated loops instead (run.sh uses it).
 
     .venv/bin/python benchmarks/llcsim/native/tlbload.py --out benchmarks/llcsim/calibration/native-tlb.json
 """
-import argparse
 import pathlib
 import sys
-import time
+
+from loopcli import run
 
 HERE = pathlib.Path(__file__).resolve().parent
 BINARY = HERE.parent / "build" / "guest" / "llcsim"
@@ -47,28 +47,12 @@ def sim_list():
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out")
-    ap.add_argument("--binary", default=str(BINARY), help="the llcsim guest program (static)")
-    ap.add_argument("--pairs", type=int, default=5)
-    ap.add_argument("--sim-list", action="store_true", help="print the simulated loops' initramfs list")
-    ap.add_argument("--quiet", action="store_true")
-    ap.add_argument("--no-guard", action="store_true", help="skip the quiet-machine guard (tests only)")
-    a = ap.parse_args(argv)
-    if a.sim_list:
-        print(sim_list())
+    a, started = run(__doc__, BINARY, sim_list, argv, [("--pairs", {"type": int, "default": 5})])
+    if a is None:
         return 0
-    if not a.out:
-        ap.error("--out is required")
-    from mccdb_bench.harness import quiet
-    from mccdb_bench.harness.cli import say_fn
     from mccdb_bench.llcsim_native import time_one
     from memload import summary, write_json
-    say = say_fn(a.quiet)
-    guard = quiet.Unguarded() if a.no_guard else quiet.Guard(say, own_load=1)
-    load0 = guard.start()
-    t0 = time.time()
+    say, guard, load0, t0 = started
     loops = []
     for name, spec, sim, tag in LOOPS:
         runs = {pg: [] for pg in PAGES}

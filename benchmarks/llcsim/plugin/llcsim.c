@@ -52,9 +52,11 @@
  *     issues at once, unless it follows a pointer an outstanding miss loaded
  *     (its virtual address lies in the 64 bytes from that value: a pointer
  *     chase, a hash chain), then when that one completes.  The vCPU's time
- *     stops only when a miss finds M misses outstanding (until the first
- *     completes) or the oldest one W instructions behind (the reorder
- *     buffer is full: until it completes).  The values are read from the
+ *     stops when a miss finds M misses outstanding (until the first
+ *     completes), and when its instructions pass W beyond an outstanding
+ *     miss (the reorder buffer is full behind it: until it completes,
+ *     evaluated per translation block), so a miss hides at most W x cpi
+ *     cycles however many instructions follow it.  The values are read from the
  *     guest RAM, which QEMU keeps in FILE (memory-backend-file, share=on;
  *     guest-physical address = file offset, so -m must stay below the PCI
  *     hole).  rob=0 (default): every L1 miss costs its level's latency
@@ -436,17 +438,23 @@ static void vcpu_idle(qemu_plugin_id_t id, unsigned int idx)
 		__atomic_store_n(&vcpus[idx].idle, 1, __ATOMIC_RELAXED);
 }
 
+/*
+ * A translation block's n instructions start: they advance every clock by
+ * n x its CPI, and by the stall of each outstanding miss whose reorder
+ * buffer they fill (timing.h tm_retire), counted as a miss's stall is in
+ * charge(); the block's misses then come to charge() at the new icount.
+ */
 static void vcpu_tb_exec(unsigned int idx, void *ud)
 {
-	uintptr_t d = (uintptr_t)ud;
+	uintptr_t d = (uintptr_t)ud, mode = d >> 31;
+	uint64_t n = d & 0x7fffffff, st = 0;
 	struct vcpu *v;
 	unsigned int k;
 
 	if (idx >= (unsigned int)nvcpus)
 		return;
 	v = &vcpus[idx];
-	v->stats[v->tag][d >> 31][F_INSNS] += d & 0x7fffffff;
-	v->icount += d & 0x7fffffff;
+	v->stats[v->tag][mode][F_INSNS] += n;
 	if (__atomic_load_n(&v->idle, __ATOMIC_RELAXED)) {
 		/* woke up: time went on while halted */
 		uint64_t m = min_other_clock(idx);
@@ -457,7 +465,22 @@ static void vcpu_tb_exec(unsigned int idx, void *ud)
 		}
 		__atomic_store_n(&v->idle, 0, __ATOMIC_RELAXED);
 	}
-	__atomic_store_n(&v->clock, v->clock + (d & 0x7fffffff) * c_cpi, __ATOMIC_RELAXED);
+	/* the grid's timings run in measured regions only, as in charge() */
+	for (k = 0; v->tag && k < ngrid; k++) {
+		struct shadow *g = &v->grid[k];
+		uint64_t gs = tm_retire(&g->tm, v->icount * gridpts[k].c_cpi + g->extra, v->icount, n,
+					gridpts[k].c_cpi);
+
+		g->extra += gs;
+		if (mode == M_USER)
+			v->gstall[(size_t)v->tag * ngrid + k] += gs;
+	}
+	if (cfg.rob) {
+		st = tm_retire(&v->tm, v->clock, v->icount, n, c_cpi);
+		v->stats[v->tag][mode][F_STALL] += st;
+	}
+	v->icount += n;
+	__atomic_store_n(&v->clock, v->clock + n * c_cpi + st, __ATOMIC_RELAXED);
 	if (cfg.sync)
 		sync_wait(idx, v);
 }

@@ -88,7 +88,7 @@ def metrics(d, tag):
     m['k_acc'] = x['k_acc']
     m['k_cycles'] = x['k_cycles']
     m['by_vcpu'] = x['acc_by_vcpu']
-    m['ovlm'] = x.get('u_ovlm', 0)      # misses that stalled nothing (rob=)
+    m['ovlm'] = x.get('u_ovlm', 0)      # misses that did not stall at their issue (rob=)
     m['stall'] = x.get('u_stall', 0)    # cycles the misses stalled (rob=)
     m['seqm'] = x.get('u_seqm', 0)
     m['pf'] = x.get('u_pf', 0)          # lines the prefetcher filled (pf=)
@@ -150,8 +150,9 @@ def machine(args, d):
             f'misses\' virtual lines, into pages among the 2^{c.get("pf_xlat")} it knows the frames of '
             f'([llcsim-calibration](llcsim-calibration.md)).' if int(c.get('pf', 0) or 0) else '') + (
             f' Miss overlap on: L1 misses stay outstanding for their level\'s latency, a miss following a pointer an '
-            f'outstanding one loaded issues when that one completes, and the vCPU stalls only with '
-            f'{c.get("mshr")} misses outstanding or the oldest {c.get("rob")} instructions behind '
+            f'outstanding one loaded issues when that one completes, and the vCPU stalls with '
+            f'{c.get("mshr")} misses outstanding and when its instructions pass {c.get("rob")} beyond an '
+            f'outstanding miss (the reorder buffer full behind it) '
             f'([llcsim-mlp](llcsim-mlp.md)).' if int(c.get('rob', 0) or 0) else
             ' No overlap of misses (rob=0).') + (
             f' Memory-bandwidth contention on: a miss to memory costs lat_mem / (1 - min(u, '
@@ -673,8 +674,9 @@ def mlp(args, d):
          'every L1 miss is outstanding from its issue for the latency of the level that serves it '
          '(`lat_l2`, `lat_llc`, `lat_mem`); it issues at once unless it '
          'follows a pointer an outstanding miss returned (its address lies in the 64 bytes from that value, '
-         'read from the guest RAM the plugin maps), then when that miss completes; the vCPU stalls only '
-         'when `mshr` misses are outstanding or the oldest is `rob` instructions behind. Loops over far more '
+         'read from the guest RAM the plugin maps), then when that miss completes; the vCPU stalls '
+         'when `mshr` misses are outstanding and when its instructions pass `rob` beyond an outstanding miss '
+         '(the reorder buffer is full behind it), so a miss hides at most `rob` x CPI cycles. Loops over far more '
          'memory than the LLC: a random pointer chase (dependent), random loads whose addresses come from a '
          'generator in registers (independent), a sequential stream (prefetched: `lat_seq`), and hash-join '
          'probes (a random bucket, independent from probe to probe, then the chain of 32-bit pointers it '
@@ -687,7 +689,7 @@ def mlp(args, d):
     for ok, what in checks:
         L.append(f'- {"PASS" if ok else "FAIL"}: {what}')
     L += ['', '## Simulated', '',
-          '| loop | loads | LLC miss rate | LLC misses | misses without a stall | stream-discounted | '
+          '| loop | loads | LLC miss rate | LLC misses | misses not stalled at issue | stream-discounted | '
           'lines prefetched | stall per L1 miss (cycles) | cycles per load (overlap model) | '
           'cycles per load (additive) |',
           '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']

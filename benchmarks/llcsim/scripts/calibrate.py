@@ -25,7 +25,16 @@ docs/results/llcsim-calibration.md]` fits the data TLBs' STLB hit and walk
 cost (LAT_STLB, LAT_WALK) on native pointer chases on 4 KiB pages against
 transparent huge pages (native/tlbload.py), from a guest run of the same
 loops at LAT_STLB = LAT_WALK = 0 (the first --run), and checks the fit on a
-guest run at the fitted values (the last)."""
+guest run at the fitted values (the last).
+
+`calibrate.py window --native calibration/native-window.json --run SERIAL SIM
+RC SECS --page docs/results/llcsim-calibration.md` compares a guest run of
+native/gaploop.py's loops (independent random loads K dependent adds apart,
+every ROB of the grid evaluated beside the main timing) with their native
+ratios to a chase, and writes the page's section on the window, with the
+verdict (PASS when the main timing is within --tolerance at every K); exit 1
+when the guest run is unsound (it failed, or a loop is missing), as
+pg-validate, so that make bench goes on past a FAIL."""
 import argparse
 import datetime
 import json
@@ -385,7 +394,74 @@ def tlb_main(argv):
     return 0 if ok else 1
 
 
+WIN_SECTION = '## The window (independent misses K instructions apart)'
+
+
+def window_main(argv):
+    ap = argparse.ArgumentParser(prog='calibrate.py window', description='the window against native gap loops')
+    ap.add_argument('--native', required=True, help='calibration/native-window.json')
+    ap.add_argument('--run', nargs=4, required=True, metavar=('SERIAL', 'SIM', 'RC', 'SECS'))
+    ap.add_argument('--page', required=True)
+    ap.add_argument('--tolerance', type=float, default=0.15)
+    ap.add_argument('--cmd', default='benchmarks/llcsim/run.sh window')
+    a = ap.parse_args(argv)
+    with open(a.native) as f:
+        nw = json.load(f)
+    serial, sim, rc, secs = a.run
+    d = analyze.load(serial, sim)
+    c = d['config']
+    pts = grid_points(c)
+    ks, ct, gt = nw['ks'], nw['sim']['chase_tag'], nw['sim']['gap_tag']
+
+    def per_unit(tag, field):
+        x, run = d['dumps'].get(tag), d['runs'].get(tag, {})
+        units = int(run.get('units', 0) or 0)
+        return x[field] / units if x and units and field in x else None
+
+    main = {k: per_unit(gt + i, 'u_cycles') for i, k in enumerate(ks)}
+    chase = per_unit(ct, 'u_cycles')
+    grid = [(p, per_unit(ct, f'g{p[0]}_u_cycles'),
+             {k: per_unit(gt + i, f'g{p[0]}_u_cycles') for i, k in enumerate(ks)}) for p in pts]
+    ok = int(rc) == 0 and chase and all(main.values())
+    L = [WIN_SECTION, '',
+         f'How much of a miss the instructions after it hide: independent random loads with K serially '
+         f'dependent adds after each (`native/gaploop.py`, the guest program\'s `gap/KIB/LOADS/k=K`), as '
+         f'cheaper than a chase load natively ({nw["specs"]["chase"]}, {nw["rounds"]} rounds behind the guard, '
+         f'{nw["date"]}) and simulated ({nw["sim"]["kib"] >> 10} MiB, {nw["sim"]["loads"]} loads; guest run '
+         f'{secs} s, boot-test exit {rc}, `{a.cmd}`). The mlp loops (at most ~20 instructions a miss) never '
+         f'fill the window; here one iteration does from K of about the window on.', '',
+         f'Main timing: cpi {c.get("cpi")}, rob {c.get("rob")}, mshr {c.get("mshr")}; the other columns are '
+         f'the grid\'s windows on the same accesses (errors: simulated / native - 1).', '']
+    hdr = '| K | native ns a load (min-max) | native chase / loop | simulated (main) | error |'
+    cols = [(p, ch, g) for p, ch, g in grid if ch and all(g.values())]
+    hdr += ''.join(f' rob {p[2]} (cpi {p[1]:g}, mshr {p[3]}) |' for p, _, _ in cols)
+    L += [hdr, '|' + ' --- |' * (5 + len(cols))]
+    worst = 0.0
+    for i, k in enumerate(ks):
+        n, r = nw['ns_per_load'][f'k{k}'], nw['ratio'][f'k{k}']
+        s_r = chase / main[k] if ok else float('nan')
+        err = s_r / r['median'] - 1
+        worst = max(worst, abs(err)) if ok else worst
+        row = (f'| {k} | {n["median"]:.1f} ({n["min"]:.1f}-{n["max"]:.1f}) | {r["median"]:.2f}x | {s_r:.2f}x | '
+               f'{100 * err:+.1f}% |')
+        row += ''.join(f' {100 * (ch / g[k] / r["median"] - 1):+.1f}% |' for _, ch, g in cols)
+        L.append(row)
+    L += ['', f'- Native: {nw.get("guard", "?").lstrip("- ")}', '- Guest run: ' +
+          '; '.join(ln.lstrip('- ').rstrip('.') for ln in analyze.guard_lines(SimpleNamespace(serial=serial)).splitlines()),
+          '', f'Native chase: {nw["ns_per_load"]["chase"]["median"]:.1f} ns a load; simulated '
+          f'{chase or float("nan"):.1f} cycles. Worst error of the main timing: {100 * worst:.1f}% '
+          f'(limit {100 * a.tolerance:.0f}%: {"PASS" if ok and worst <= a.tolerance else "FAIL"}).', '']
+    with open(a.page) as f:
+        text = f.read()
+    with open(a.page, 'w') as f:
+        f.write(replace_section(text, L, WIN_SECTION))
+    print('\n'.join(L))
+    return 0 if ok else 1
+
+
 def main():
+    if sys.argv[1:2] == ['window']:
+        return window_main(sys.argv[2:])
     if sys.argv[1:2] == ['bandwidth']:
         return bandwidth_main(sys.argv[2:])
     if sys.argv[1:2] == ['tlb']:
@@ -515,9 +591,10 @@ def main():
         L += [''] + bandwidth_lines(ml, fit_bandwidth(ml))
     if os.path.exists(args.out):    # calibrate.py tlb's section stays (its guest runs are not committed)
         with open(args.out) as f:
-            kept_tlb = section(f.read(), TLB_SECTION)
-        if kept_tlb:
-            L += [''] + kept_tlb.rstrip('\n').split('\n')
+            text = f.read()
+        for kept in (section(text, TLB_SECTION), section(text, WIN_SECTION)):
+            if kept:    # calibrate.py tlb's and window's sections stay (their guest runs are not committed)
+                L += [''] + kept.rstrip('\n').split('\n')
     write_page(args.out, '\n'.join(L) + '\n')
     ok = all(ok for ok, _ in checks)
     if best and args.profile and runs_ok:     # the best fit, even one off by more than the tolerance

@@ -170,8 +170,10 @@ static inline uint64_t core_pa(const struct core *c, uint64_t va)
 
 static inline void core_insns(struct core *c, unsigned int n)
 {
+	uint64_t st = c->tm.rob ? tm_retire(&c->tm, c->clock, c->icount, n, c->c_cpi) : 0;
+
 	c->icount += n;
-	c->clock += n * c->c_cpi;
+	c->clock += n * c->c_cpi + st;
 }
 
 /* A load at va that read val (a pointer, or 0): a user access, as the

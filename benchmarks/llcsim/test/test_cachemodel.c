@@ -143,7 +143,7 @@ int main(void)
 	uint64_t rng = 1;
 	int i, hits;
 
-	printf("TAP version 13\n1..21\n");
+	printf("TAP version 13\n1..47\n");
 
 	/* 1-2: geometry */
 	i = cm_init(&c, 2 << 20, 16, 64, CM_LRU);
@@ -689,6 +689,64 @@ int main(void)
 			   "%.3f cycles per access, want 2 x 1 + 7 = %g",
 			   "tlb: an L1 hit pays its STLB lookup", t, 9);
 		}
+		core_free(&k);
+	}
+
+	/*
+	 * 45-47: the reorder buffer holds `rob` instructions past a miss, so a
+	 * core hides at most rob x CPI cycles of it however many miss-free
+	 * instructions follow (ROB 224, CPI 0.4: 89.6 of lat_mem's 200).
+	 */
+	{
+		struct core k;
+		uint64_t lines = 64 << 14, pages = (64 << 8) + 4096 + 512, x = 1, t0;
+		double t, want;
+		long u, n = 20000;
+
+		/* 45: independent random loads 5000 instructions apart: each
+		 * miss costs lat - rob x CPI past the instructions (not 0) */
+		core_init(&k, pages, 0, 0, 224, 14, 0.4);
+		t0 = k.clock;
+		for (u = 0; u < n; u++) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			core_insns(&k, 5000);
+			core_load(&k, LOOP_BASE + ((x >> 32) * lines >> 32) * 64, 0);
+		}
+		core_insns(&k, 5000);	/* the last one's window fills */
+		t = per_unit(&k, t0, n) - 5000 * 0.4 * (n + 1) / n;
+		want = ((double)k.mem * (200 - 224 * 0.4) + (double)k.llch * (40 > 224 * 0.4 ? 40 - 224 * 0.4 : 0)) / n;
+		ok(t > 0.999 * want && t < 1.001 * want && k.mem > 0.9 * n,
+		   "%.2f cycles per load beyond its instructions, %.2f expected",
+		   "timing: a miss followed by >> rob / CPI instructions stalls lat - rob x CPI", t, want);
+		core_free(&k);
+
+		/* 46: two dependent misses 100 instructions apart, then 5000:
+		 * the first stalls from its window's end (clock 4000 + 124 x 40)
+		 * to 20000, the second (issued at 20000, its window full 100
+		 * instructions later) from 20000 + 100 x 40 to 40000 (centicycles) */
+		core_init(&k, pages, 0, 0, 224, 14, 0.4);
+		core_load(&k, LOOP_BASE, LOOP_BASE + 4096 * 7);
+		core_insns(&k, 100);
+		core_load(&k, LOOP_BASE + 4096 * 7, 0);
+		core_insns(&k, 5000);
+		want = 5100 * 40 + (20000 - (4000 + 124 * 40)) + (40000 - (20000 + 100 * 40));
+		ok(k.mem == 2 && (double)k.clock == want, "clock %g centicycles, want %g",
+		   "timing: two dependent misses 100 instructions apart stall in turn, each its own share", (double)k.clock, want);
+		core_free(&k);
+
+		/* 47: a pointer chase 5000 instructions a load: every load
+		 * stalls lat - rob x CPI (the one before it has completed) */
+		core_init(&k, pages, 0, 0, 224, 14, 0.4);
+		t0 = k.clock;
+		for (u = 0; u < n; u++) {
+			core_insns(&k, 5000);
+			core_load(&k, LOOP_BASE + (uint64_t)u * 4096 * 3, LOOP_BASE + (uint64_t)(u + 1) * 4096 * 3);
+		}
+		core_insns(&k, 5000);
+		t = per_unit(&k, t0, n) - 5000 * 0.4 * (n + 1) / n;
+		want = (double)k.mem * (200 - 224 * 0.4) / n;
+		ok(k.mem == (uint64_t)n && t > want - 1e-6 && t < want + 1e-6, "%.2f cycles per load beyond its instructions, %.2f expected",
+		   "timing: dependent misses 5000 instructions apart (a chase) each stall lat - rob x CPI", t, want);
 		core_free(&k);
 	}
 
