@@ -4,10 +4,9 @@
  * (issue 29 item 5).
  *
  * An unprivileged child (uid 65534, vm.page_color_restrict 0) bound to
- * colour 0 touches npages pages (a sixth of colour 0's share of memory,
- * at most 512: it touches three times that in all, and the kernel and the
- * bystanders below use frames of colour 0 too); then the parked pool is
- * drained, so only
+ * colour 0 touches npages pages (half of colour 0's share of memory, at
+ * most 512; the kernel and the bystanders below use frames of colour 0
+ * too); then the parked pool is drained, so only
  * its own pages are left in use by the colour allocator.
  *
  * (a) Pinned pageblocks, a measurement.  Compaction leaves a page of a
@@ -23,13 +22,14 @@
  *     holds its pages are printed.  The check only guards the packing the
  *     refill blocks give: at most twice the minimum (a placement page by
  *     page, as the frame walk makes, would take npages pageblocks).
- * (b) Compaction keeps the pool.  The child touches npages more pages,
+ * (b) Compaction keeps the pool.  The child touches more pages (an
+ *     eighth of the colour's share, at most 512, as in (c)),
  *     which parks pages again; a full compaction (vm.compact_memory)
  *     must leave at least 9/10 of them parked: draining the pool on each
  *     run frees pages that the next coloured fault splits a new block for,
  *     and it is only worth it when an allocation waits for a high-order
  *     block (direct compaction, or kcompactd woken for an order).
- * (c) The same for proactive compaction.  The child touches npages more
+ * (c) The same for proactive compaction.  The child touches as many more
  *     pages (the pool refills), a bystander fragments free memory (it
  *     touches a quarter of it and frees every other page), and
  *     vm.compaction_proactiveness is set to 100 for 3 s (kcompactd looks
@@ -75,31 +75,33 @@ static long long parked(void)
 }
 
 /*
- * The child: uid 65534, bound to colour 0; on each byte from @cmd it
- * touches the next @npages pages and answers with its mapping's address
- * (0 when it could not).
+ * The child: uid 65534, bound to colour 0, with a mapping of @total
+ * pages; on each count of pages read from @cmd it touches that many more
+ * and answers with the mapping's address (0 when it could not).
  */
-static void child(int cmd, int ans, size_t npages)
+static void child(int cmd, int ans, size_t total)
 {
 	pagecolor_set_t zero = pc_set("0");
 	uintptr_t addr = 0;
-	size_t done = 0, j;
-	char c, *p;
+	size_t done = 0, j, n;
+	char *p;
 
 	if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
 		_exit(20);
 	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	if (pagecolor_set_policy(COLOR_MODE_BIND, &zero))
 		_exit(21);
-	p = mmap(NULL, 3 * npages * pc_page_size, PROT_READ | PROT_WRITE,
+	p = mmap(NULL, total * pc_page_size, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p != MAP_FAILED)
 		addr = (uintptr_t)p;
-	while (read(cmd, &c, 1) == 1) {
-		if (addr && done < 3 * npages) {
-			for (j = 0; j < npages; j++)
+	while (read(cmd, &n, sizeof(n)) == sizeof(n)) {
+		if (addr && done + n <= total) {
+			for (j = 0; j < n; j++)
 				p[(done + j) * pc_page_size] = 1;
-			done += npages;
+			done += n;
+		} else {
+			addr = 0;
 		}
 		if (write(ans, &addr, sizeof(addr)) != sizeof(addr))
 			_exit(22);
@@ -177,11 +179,13 @@ static char *fragment(size_t *len)
 	return p;
 }
 
-static uintptr_t ask(int cmd, int ans)
+/* Have the child touch @n more pages: its mapping's address, or 0. */
+static uintptr_t ask(int cmd, int ans, size_t n)
 {
 	uintptr_t addr = 0;
 
-	if (write(cmd, "t", 1) != 1 || read(ans, &addr, sizeof(addr)) != sizeof(addr))
+	if (write(cmd, &n, sizeof(n)) != sizeof(n) ||
+	    read(ans, &addr, sizeof(addr)) != sizeof(addr))
 		return 0;
 	return addr;
 }
@@ -194,7 +198,7 @@ int main(void)
 	char defrag[64] = "", buf[32];
 	uint64_t *pfns;
 	uintptr_t addr;
-	size_t frag_len = 0, npages;
+	size_t frag_len = 0, share, npages, more;
 	char *frag;
 	FILE *f;
 	pid_t pid;
@@ -220,9 +224,9 @@ int main(void)
 	free0 = pc_free_blocks(9);
 	thp0 = bystander_thp();
 
-	npages = (size_t)(pc_meminfo_kb("MemTotal") * 1024 / pc_page_size / pc_nr_colors / 6);
-	if (npages > NPAGES_MAX)
-		npages = NPAGES_MAX;
+	share = (size_t)(pc_meminfo_kb("MemTotal") * 1024 / pc_page_size / pc_nr_colors);
+	npages = share / 2 < NPAGES_MAX ? share / 2 : NPAGES_MAX;
+	more = share / 8 < NPAGES_MAX ? share / 8 : NPAGES_MAX;
 	pfns = calloc(npages, sizeof(*pfns));
 	if (!pfns || pipe(cmd) || pipe(ans)) {
 		tap_diag("setup: %s", strerror(errno));
@@ -232,13 +236,13 @@ int main(void)
 	if (pid == 0) {
 		close(cmd[1]);
 		close(ans[0]);
-		child(cmd[0], ans[1], npages);
+		child(cmd[0], ans[1], npages + 2 * more);
 	}
 	close(cmd[0]);
 	close(ans[1]);
 
 	/* (a) */
-	addr = ask(cmd[1], ans[0]);
+	addr = ask(cmd[1], ans[0], npages);
 	pc_wait_parked(1, 5000);
 	per_block = BLOCK_PAGES / pc_nr_colors ? BLOCK_PAGES / pc_nr_colors : 1;
 	minimum = ((long)npages + per_block - 1) / per_block;
@@ -256,7 +260,7 @@ int main(void)
 	       minimum);
 
 	/* (b) */
-	addr = ask(cmd[1], ans[0]);
+	addr = ask(cmd[1], ans[0], more);
 	p1 = parked();
 	pc_write_file(COMPACT, "1");
 	p2 = parked();
@@ -265,7 +269,7 @@ int main(void)
 	       p1, p2);
 
 	/* (c) */
-	addr = ask(cmd[1], ans[0]);
+	addr = ask(cmd[1], ans[0], more);
 	frag = fragment(&frag_len);
 	p1 = parked();
 	proactive_old = read_ll(PROACTIVE);
