@@ -6,8 +6,8 @@
  * An unprivileged child (uid 65534, vm.page_color_restrict 0) bound to
  * colour 0 touches npages pages (half of colour 0's share of memory, at
  * most 512; the kernel and the bystanders below use frames of colour 0
- * too); then the parked pool is drained, so only
- * its own pages are left in use by the colour allocator.
+ * too); then the parked pool is drained, so only its own pages are left
+ * in use by the colour allocator.
  *
  * (a) Pinned pageblocks, a measurement.  Compaction leaves a page of a
  *     colour policy in place, so every pageblock holding one is lost to
@@ -22,9 +22,9 @@
  *     holds its pages are printed.  The check only guards the packing the
  *     refill blocks give: at most twice the minimum (a placement page by
  *     page, as the frame walk makes, would take npages pageblocks).
- * (b) Compaction keeps the pool.  The child touches more pages (an
- *     eighth of the colour's share, at most 512, as in (c)),
- *     which parks pages again; a full compaction (vm.compact_memory)
+ * (b) Compaction keeps the pool.  The child touches an eighth of the
+ *     colour's share more (at most 512; as many again in (c)), which
+ *     parks pages again; a full compaction (vm.compact_memory)
  *     must leave at least 9/10 of them parked: draining the pool on each
  *     run frees pages that the next coloured fault splits a new block for,
  *     and it is only worth it when an allocation waits for a high-order
