@@ -104,22 +104,6 @@ static int read_zones(void)
 	return 0;
 }
 
-/* A /proc/vmstat counter, -1 if absent. */
-static long long vmstat_read(const char *key)
-{
-	char line[256], name[128];
-	long long v, ret = -1;
-	FILE *f = fopen("/proc/vmstat", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%127s %lld", name, &v) == 2 && !strcmp(name, key))
-			ret = v;
-	fclose(f);
-	return ret;
-}
-
 static long long parked_now(void)
 {
 	unsigned long long v;
@@ -232,7 +216,7 @@ static void honest_free_count(void)
 	       "%lld pages over all zones (at most %d), with %lld pages parked", best,
 	       FREE_TOLERANCE, parked);
 	pc_write_file("/proc/sys/vm/stat_refresh", "1");
-	vm_parked = vmstat_read("nr_color_parked");
+	vm_parked = pc_vmstat("nr_color_parked");
 	parked = parked_now();
 	tap_ok(vm_parked >= 0 && llabs(vm_parked - parked) <= FREE_TOLERANCE,
 	       "/proc/vmstat nr_color_parked %lld is sysfs parked %lld", vm_parked, parked);

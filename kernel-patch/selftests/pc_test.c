@@ -247,6 +247,21 @@ long long pc_free_total(unsigned long *counts, int max)
 	return sum;
 }
 
+long long pc_vmstat(const char *key)
+{
+	char line[256], name[128];
+	long long v, ret = -1;
+	FILE *f = fopen("/proc/vmstat", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%127s %lld", name, &v) == 2 && !strcmp(name, key))
+			ret = v;
+	fclose(f);
+	return ret;
+}
+
 long long pc_meminfo_kb(const char *key)
 {
 	FILE *f = fopen("/proc/meminfo", "r");

@@ -85,6 +85,8 @@ long long pc_free_total(unsigned long *counts, int max);
 long long pc_memfree_pages(void);
 /* A /proc/meminfo field ("Cached", "MemTotal", ...) in kB, -1 if absent. */
 long long pc_meminfo_kb(const char *key);
+/* A /proc/vmstat counter ("nr_free_pages", ...), -1 if absent. */
+long long pc_vmstat(const char *key);
 /*
  * Wait until no page is parked in the colour lists (the "parked" counter
  * is 0), at most @timeout_ms; with @drain, write "drain" first.  Returns
