@@ -35,7 +35,6 @@
 #include <time.h>
 
 #define TIMEOUT		180	/* seconds; TCG is slow */
-#define EXIT_SIGBUS	42
 
 static sigjmp_buf jb;
 static volatile size_t touched;
@@ -72,7 +71,7 @@ static double now(void)
 /*
  * Child: bind [p, p + n pages) to @list with @mode, touch it page by page,
  * keeping @rep (shared with the parent) up to date, then check the range
- * and exit EXIT_SIGBUS (SIGBUS caught) or 0.
+ * and exit PC_EXIT_SIGBUS (SIGBUS caught) or 0.
  */
 static void child(int mode, size_t n, struct report *rep, const char *list)
 {
@@ -137,7 +136,7 @@ static void child(int mode, size_t n, struct report *rep, const char *list)
 			fclose(f);
 		fflush(stdout);
 	}
-	_exit(got_sigbus ? EXIT_SIGBUS : 0);
+	_exit(got_sigbus ? PC_EXIT_SIGBUS : 0);
 }
 
 struct outcome {
@@ -273,7 +272,7 @@ static const char *describe(int st)
 
 	if (st == -1)
 		return "hung";
-	if (WIFEXITED(st) && WEXITSTATUS(st) == EXIT_SIGBUS)
+	if (WIFEXITED(st) && WEXITSTATUS(st) == PC_EXIT_SIGBUS)
 		return "SIGBUS";
 	if (WIFEXITED(st))
 		snprintf(buf, sizeof(buf), "exit %d", WEXITSTATUS(st));
@@ -367,7 +366,7 @@ int main(void)
 		oom_adjust_all(pids, old, &count, 0);
 		none1 = pc_dmesg_find("no killable processes", NULL, 0);
 		show("BIND, all OOM-immune", &o, n);
-		tap_ok(o.status != -1 && WIFEXITED(o.status) && WEXITSTATUS(o.status) == EXIT_SIGBUS &&
+		tap_ok(o.status != -1 && WIFEXITED(o.status) && WEXITSTATUS(o.status) == PC_EXIT_SIGBUS &&
 		       o.rep.touched < n && o.rep.bad == 0 && o.rep.absent == 0,
 		       "strict, nothing killable: SIGBUS at exhaustion (%s)", describe(o.status));
 		tap_ok(fl1 > fl0 && none1 > none0, "strict, nothing killable: failures "

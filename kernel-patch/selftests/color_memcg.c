@@ -20,7 +20,6 @@
 
 #include <fcntl.h>
 #include <grp.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -34,16 +33,7 @@
 #define NOBODY		65534
 #define IDLE_MS		60000
 #define TIMEOUT		300	/* seconds; TCG is slow */
-#define EXIT_SIGBUS	42
 #define EXIT_BADCOLOR	43
-
-static sigjmp_buf jb;
-
-static void on_sigbus(int sig)
-{
-	(void)sig;
-	siglongjmp(jb, 1);
-}
 
 static void on_alarm(int sig)
 {
@@ -134,24 +124,11 @@ static int bystander(int fd, long long bytes)
  */
 static void attacker(size_t n, int out, int in)
 {
-	pagecolor_set_t s = pc_set("0");
-	struct sigaction sa;
-	size_t i;
 	char *p, c;
 
 	if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
 		_exit(21);
-	p = mmap(NULL, n * pc_page_size, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p == MAP_FAILED || pagecolor_mbind(p, n * pc_page_size, COLOR_MODE_BIND, &s, 0))
-		_exit(22);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_sigbus;
-	sigaction(SIGBUS, &sa, NULL);
-	if (sigsetjmp(jb, 1))
-		_exit(EXIT_SIGBUS);
-	for (i = 0; i < n; i++)
-		p[i * pc_page_size] = 1;
+	p = pc_child_bound_touch("0", n, 22);
 	if (write(out, &p, sizeof(p)) != sizeof(p))
 		_exit(23);
 	while (read(in, &c, 1) > 0)

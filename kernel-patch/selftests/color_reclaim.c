@@ -24,24 +24,14 @@
 #include "pc_test.h"
 
 #include <fcntl.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
 #define RAMDISK		"/dev/ram0"
 #define IDLE_MS		60000	/* kswapd and the colour lists settle in this */
-#define EXIT_SIGBUS	42
 #define EXIT_BADCOLOR	43
 #define TIMEOUT		300	/* seconds; TCG is slow */
-
-static sigjmp_buf jb;
-
-static void on_sigbus(int sig)
-{
-	(void)sig;
-	siglongjmp(jb, 1);
-}
 
 /*
  * Read the RAM disk through the page cache until @bytes were read.  The
@@ -74,22 +64,9 @@ static long long page_cache_kb(void)
 static void child(size_t n)
 {
 	pagecolor_set_t s = pc_set("0");
-	struct sigaction sa;
 	struct pc_check r;
-	char *p;
-	size_t i;
+	char *p = pc_child_bound_touch("0", n, 20);
 
-	p = mmap(NULL, n * pc_page_size, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p == MAP_FAILED || pagecolor_mbind(p, n * pc_page_size, COLOR_MODE_BIND, &s, 0))
-		_exit(20);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_sigbus;
-	sigaction(SIGBUS, &sa, NULL);
-	if (sigsetjmp(jb, 1))
-		_exit(EXIT_SIGBUS);
-	for (i = 0; i < n; i++)
-		p[i * pc_page_size] = 1;
 	if (pc_check_range(p, n, &s, &r) || r.bad || r.absent)
 		_exit(EXIT_BADCOLOR);
 	_exit(0);
@@ -155,7 +132,7 @@ int main(void)
 			 (double)(cached0 - cached1) * 1024 / pc_page_size / (double)lacked,
 			 pc_nr_colors);
 
-	tap_ok(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) != EXIT_SIGBUS,
+	tap_ok(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) != PC_EXIT_SIGBUS,
 	       "no SIGBUS while the colour holds reclaimable page cache");
 	tap_ok(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
 	       "all %zu pages allocated, every one of colour 0 (exit %d)", want,

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/klog.h>
 #include <sys/mman.h>
 
@@ -484,6 +485,32 @@ char *pc_bound_pages(const char *list, size_t npages)
 		return NULL;
 	if (pagecolor_mbind(p, npages * pc_page_size, COLOR_MODE_BIND, &set, 0))
 		return NULL;
+	pc_touch(p, npages);
+	return p;
+}
+
+/* _exit() is async-signal-safe; nothing else of the child's is needed. */
+static void pc_sigbus_exit(int sig)
+{
+	(void)sig;
+	_exit(PC_EXIT_SIGBUS);
+}
+
+char *pc_child_bound_touch(const char *list, size_t npages, int fail)
+{
+	pagecolor_set_t set = pc_set(list);
+	struct sigaction sa;
+	char *p;
+
+	p = mmap(NULL, npages * pc_page_size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED ||
+	    pagecolor_mbind(p, npages * pc_page_size, COLOR_MODE_BIND, &set, 0))
+		_exit(fail);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = pc_sigbus_exit;
+	if (sigaction(SIGBUS, &sa, NULL))
+		_exit(fail);
 	pc_touch(p, npages);
 	return p;
 }

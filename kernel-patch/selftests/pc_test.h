@@ -64,6 +64,17 @@ void pc_touch(void *addr, size_t npages);
  */
 char *pc_bound_pages(const char *list, size_t npages);
 
+/* A child's exit status: a fault found no page of its colours (SIGBUS). */
+#define PC_EXIT_SIGBUS	42
+
+/*
+ * In a child process: map npages private anonymous pages (MAP_NORESERVE)
+ * bound to the colours in list and touch every one.  Exits with @fail when
+ * the mapping or the policy cannot be made, and with PC_EXIT_SIGBUS when a
+ * fault finds no page of those colours.
+ */
+char *pc_child_bound_touch(const char *list, size_t npages, int fail);
+
 /* Make a set from list syntax; aborts the test on a bad list. */
 pagecolor_set_t pc_set(const char *list);
 
