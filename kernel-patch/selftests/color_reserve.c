@@ -41,7 +41,7 @@
 #include <sys/wait.h>
 
 #define CHUNK_PAGES	4096	/* the fill touches at most this many between looks */
-#define DRIFT		256	/* pages: per-CPU vmstat deltas not folded yet */
+#define DRIFT		128	/* pages: vmstat deltas not folded, the OOM victim's reserve access */
 #define SLACK		512	/* ZONE_DMA32 pages the fill leaves over low */
 #define RATIO_KNOB	"/proc/sys/vm/lowmem_reserve_ratio"
 
@@ -150,6 +150,13 @@ static void child(size_t n, volatile size_t *done, int fd)
 	if (q == MAP_FAILED || pagecolor_mbind(q, n * pc_page_size, COLOR_MODE_BIND, &s, 0))
 		_exit(20);
 	madvise(q, n * pc_page_size, MADV_NOHUGEPAGE);
+	/*
+	 * Page tables first, while memory is plentiful: a page table
+	 * allocated in the band (GFP_KERNEL honours the reserve) would end
+	 * the child by an OOM kill before the walk has gone far below it.
+	 */
+	for (i = 0; i < n; i += 512)
+		q[i * pc_page_size] = 1;
 	for (i = 0; i < n; i++) {
 		q[i * pc_page_size] = 1;
 		*done = i + 1;
