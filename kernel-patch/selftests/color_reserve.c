@@ -117,6 +117,15 @@ static int zone_info(const char *name, struct zone_info *zi)
 #define PCP_KNOB	"/proc/sys/vm/percpu_pagelist_high_fraction"
 static char pcp_old[32], ratio_old[128];
 
+/* The two knobs as they were, however the test ends (the child _exit()s). */
+static void restore_knobs(void)
+{
+	if (ratio_old[0])
+		pc_write_file(RATIO_KNOB, ratio_old);
+	if (pcp_old[0])
+		pc_write_file(PCP_KNOB, pcp_old);
+}
+
 /* The first line of @path, without its newline, in @buf: 0, or -1. */
 static int fgets_file(const char *path, char *buf, int len)
 {
@@ -194,6 +203,7 @@ int main(void)
 	 * Short per-CPU free lists (4 batches a CPU), so that the frames freed
 	 * below reach the buddy lists, where the zone counts them free.
 	 */
+	atexit(restore_knobs);
 	if (!fgets_file(PCP_KNOB, pcp_old, sizeof(pcp_old)) && pc_write_file(PCP_KNOB, "1000000"))
 		tap_diag("%s: %s", PCP_KNOB, strerror(errno));
 	/*
@@ -316,8 +326,6 @@ int main(void)
 	tap_ok(samples > 0 && lowest >= -DRIFT,
 	       "ZONE_DMA32 never went below min + protection (lowest margin %lld, at most %d "
 	       "under allowed)", lowest, DRIFT);
-	if (pcp_old[0])
-		pc_write_file(PCP_KNOB, pcp_old);
 	tap_ok(pc_dmesg_trouble() == 0, "no BUG/WARNING/Oops in dmesg");
 	return tap_finish();
 }
