@@ -15,7 +15,7 @@ SCRIPT_VERSION=1                               # bump to force rebuilds
 
 usage() {
 	cat <<EOF
-Usage: $(basename "$0") [command] [args]
+Usage: $(basename "$0") command [args]
 
 Commands:
   build [test|debug|guest]
@@ -266,8 +266,10 @@ take_lock() {
 }
 
 main() {
-	local cmd="${1:-build}"
-	[ $# -gt 0 ] && shift
+	# no default command: a bare run prints the usage rather than building
+	[ $# -gt 0 ] || { usage >&2; exit 2; }
+	local cmd="$1"
+	shift
 	case "$cmd" in
 	build|tree|check-series|clean) take_lock ;;
 	esac
