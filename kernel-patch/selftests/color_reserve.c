@@ -45,75 +45,6 @@
 #define SLACK		512	/* ZONE_DMA32 pages the fill leaves over low */
 #define RATIO_KNOB	"/proc/sys/vm/lowmem_reserve_ratio"
 
-struct zone_info {
-	long long free, min, low, high, spanned, start_pfn, protection;
-	int found;
-};
-
-/*
- * /proc/zoneinfo, opened once: the sampling loop reads it again with
- * pread() into a static buffer, so that it allocates nothing while the
- * child takes the last free pages.
- */
-static int zoneinfo_fd = -1;
-static char zoneinfo_buf[1 << 16];
-
-/*
- * Node 0's zone @name; protection is the largest of the zone's lowmem
- * reserves, the one against the highest zone's allocations.
- */
-static int zone_info(const char *name, struct zone_info *zi)
-{
-	char zname[32], *line, *next;
-	int in = 0, node;
-	ssize_t len;
-
-	memset(zi, 0, sizeof(*zi));
-	if (zoneinfo_fd < 0)
-		zoneinfo_fd = open("/proc/zoneinfo", O_RDONLY);
-	if (zoneinfo_fd < 0)
-		return -1;
-	len = pread(zoneinfo_fd, zoneinfo_buf, sizeof(zoneinfo_buf) - 1, 0);
-	if (len <= 0)
-		return -1;
-	zoneinfo_buf[len] = 0;
-	for (line = zoneinfo_buf; line && *line; line = next) {
-		long long a;
-		char *s;
-
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = 0;
-		if (sscanf(line, "Node %d, zone %31s", &node, zname) == 2) {
-			in = node == 0 && !strcmp(zname, name);
-			zi->found |= in;
-			continue;
-		}
-		if (!in)
-			continue;
-		if (sscanf(line, " pages free %lld", &a) == 1)
-			zi->free = a;
-		else if (sscanf(line, " min %lld", &a) == 1)
-			zi->min = a;
-		else if (sscanf(line, " low %lld", &a) == 1)
-			zi->low = a;
-		else if (sscanf(line, " high %lld", &a) == 1)
-			zi->high = a;
-		else if (sscanf(line, " spanned %lld", &a) == 1)
-			zi->spanned = a;
-		else if (sscanf(line, " start_pfn: %lld", &a) == 1)
-			zi->start_pfn = a;
-		else if ((s = strstr(line, "protection: (")))
-			for (s += strlen("protection: ("); *s && *s != ')'; s++)
-				if (sscanf(s, "%lld", &a) == 1) {
-					if (a > zi->protection)
-						zi->protection = a;
-					s += strcspn(s, ",)") - 1;
-				}
-	}
-	return zi->found ? 0 : -1;
-}
-
 #define PCP_KNOB	"/proc/sys/vm/percpu_pagelist_high_fraction"
 static char pcp_old[32], ratio_old[128];
 
@@ -139,7 +70,7 @@ static int fgets_file(const char *path, char *buf, int len)
 }
 
 /* ZONE_DMA32's free pages over min + protection. */
-static long long dma32_margin(const struct zone_info *d)
+static long long dma32_margin(const struct pc_zone_info *d)
 {
 	return d->free - (d->min + d->protection);
 }
@@ -178,7 +109,7 @@ static void child(size_t n, volatile size_t *done, int fd)
 
 int main(void)
 {
-	struct zone_info normal, dma32, d;
+	struct pc_zone_info normal, dma32, d;
 	long long cap_normal, cap_dma32, lowest, lowest_normal, prot;
 	size_t max_pages, n = 0, want, i, singles = 0;
 	uint64_t *pfns, dma32_end;
@@ -188,7 +119,7 @@ int main(void)
 	pid_t pid;
 
 	pc_init(5);
-	if (zone_info("Normal", &normal) || zone_info("DMA32", &dma32)) {
+	if (pc_zone_info("Normal", &normal) || pc_zone_info("DMA32", &dma32)) {
 		tap_diag("no ZONE_NORMAL (a guest over 4 GiB is needed) or no ZONE_DMA32");
 		return tap_finish();
 	}
@@ -241,8 +172,8 @@ int main(void)
 		long long room;
 		size_t step;
 
-		zone_info("Normal", &normal);
-		zone_info("DMA32", &dma32);
+		pc_zone_info("Normal", &normal);
+		pc_zone_info("DMA32", &dma32);
 		room = normal.free - normal.high - 1024;
 		if (room < 1024)
 			room = dma32.free - (dma32.low + dma32.protection + SLACK);
@@ -271,8 +202,8 @@ int main(void)
 	if (ratio_old[0])
 		pc_write_file(RATIO_KNOB, ratio_old);
 	pc_wait_parked(1, 10000);
-	zone_info("Normal", &normal);
-	zone_info("DMA32", &dma32);
+	pc_zone_info("Normal", &normal);
+	pc_zone_info("DMA32", &dma32);
 	cap_normal = normal.free > normal.min ? normal.free - normal.min : 0;
 	cap_dma32 = dma32_margin(&dma32) > 0 ? dma32_margin(&dma32) : 0;
 	want = (size_t)(cap_normal + cap_dma32 + dma32.protection * 3 / 4);
@@ -298,12 +229,12 @@ int main(void)
 		struct pollfd pf = { .fd = pfd[0], .events = POLLIN };
 		int r = poll(&pf, 1, 10);
 
-		if (!zone_info("DMA32", &d)) {
+		if (!pc_zone_info("DMA32", &d)) {
 			samples++;
 			if (dma32_margin(&d) < lowest)
 				lowest = dma32_margin(&d);
 		}
-		if (!zone_info("Normal", &d) && d.free - d.min < lowest_normal)
+		if (!pc_zone_info("Normal", &d) && d.free - d.min < lowest_normal)
 			lowest_normal = d.free - d.min;
 		if (r > 0) {
 			char c;

@@ -97,59 +97,6 @@ static void knobs_restore(void)
 			pc_write_file(knobs[k].path, knobs[k].old);
 }
 
-struct zone_info {
-	long long free, min, low, high, spanned, start_pfn, protection;
-	int found;
-};
-
-/*
- * /proc/zoneinfo for node 0's zone @name; protection is the largest of the
- * zone's lowmem reserves, the one against the highest zone's allocations.
- */
-static int zone_info(const char *name, struct zone_info *zi)
-{
-	FILE *f = fopen("/proc/zoneinfo", "r");
-	char line[512], zname[32];
-	int in = 0, node;
-
-	memset(zi, 0, sizeof(*zi));
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		long long a;
-		char *s;
-
-		if (sscanf(line, "Node %d, zone %31s", &node, zname) == 2) {
-			in = node == 0 && !strcmp(zname, name);
-			zi->found |= in;
-			continue;
-		}
-		if (!in)
-			continue;
-		if (sscanf(line, " pages free %lld", &a) == 1)
-			zi->free = a;
-		else if (sscanf(line, " min %lld", &a) == 1)
-			zi->min = a;
-		else if (sscanf(line, " low %lld", &a) == 1)
-			zi->low = a;
-		else if (sscanf(line, " high %lld", &a) == 1)
-			zi->high = a;
-		else if (sscanf(line, " spanned %lld", &a) == 1)
-			zi->spanned = a;
-		else if (sscanf(line, " start_pfn: %lld", &a) == 1)
-			zi->start_pfn = a;
-		else if ((s = strstr(line, "protection: (")))
-			for (s += strlen("protection: ("); *s && *s != ')'; s++)
-				if (sscanf(s, "%lld", &a) == 1) {
-					if (a > zi->protection)
-						zi->protection = a;
-					s += strcspn(s, ",)") - 1;
-				}
-	}
-	fclose(f);
-	return zi->found ? 0 : -1;
-}
-
 /* A /proc/vmstat counter, or the sum of those starting with @prefix. */
 static long long vmstat_sum(const char *prefix)
 {
@@ -200,7 +147,7 @@ static void child(uint64_t *out)
 
 int main(void)
 {
-	struct zone_info normal, dma32;
+	struct pc_zone_info normal, dma32;
 	struct counters c0, c1;
 	size_t max_pages, n = 0, i, targets = 0, fillers = 0, in_normal = 0;
 	size_t of_color = 0, past = 0;
@@ -210,7 +157,7 @@ int main(void)
 	pid_t pid;
 
 	pc_init(7);
-	if (zone_info("Normal", &normal) || zone_info("DMA32", &dma32)) {
+	if (pc_zone_info("Normal", &normal) || pc_zone_info("DMA32", &dma32)) {
 		tap_diag("no ZONE_NORMAL (a guest over 4 GiB is needed) or no ZONE_DMA32");
 		return tap_finish();
 	}
@@ -228,7 +175,7 @@ int main(void)
 	/* ZONE_DMA32 out of reach of user pages, low watermarks */
 	premise = knobs_set() == 0;
 	pagecolor_drain();
-	zone_info("DMA32", &dma32);
+	pc_zone_info("DMA32", &dma32);
 	tap_ok(premise && dma32.protection > dma32.free,
 	       "ZONE_DMA32 reserved against ZONE_NORMAL allocations (ratio %s: protection "
 	       "%lld > %lld free pages)", knobs[0].value, dma32.protection, dma32.free);
@@ -254,7 +201,7 @@ int main(void)
 	for (;;) {
 		size_t step;
 
-		zone_info("Normal", &normal);
+		pc_zone_info("Normal", &normal);
 		if (normal.free < normal.high + 2048)
 			break;
 		step = (size_t)(normal.free - normal.high) / 2;
@@ -280,7 +227,7 @@ int main(void)
 		    pagecolor_pfn_color(pfns[i], pc_nr_colors) == 2 &&
 		    !madvise(p + i * pc_page_size, pc_page_size, MADV_DONTNEED))
 			fillers++;
-	zone_info("Normal", &normal);
+	pc_zone_info("Normal", &normal);
 	tap_diag("filled %zu pages; ZONE_NORMAL: %lld free, watermarks %lld/%lld/%lld; "
 		 "ZONE_DMA32: %lld free", n, normal.free, normal.min, normal.low,
 		 normal.high, dma32.free);

@@ -514,3 +514,63 @@ char *pc_child_bound_touch(const char *list, size_t npages, int fail)
 	pc_touch(p, npages);
 	return p;
 }
+
+/*
+ * /proc/zoneinfo, opened once and read again with pread() into a static
+ * buffer, so that sampling it allocates nothing while another process
+ * takes the last free pages (color_reserve).
+ */
+static int zoneinfo_fd = -1;
+static char zoneinfo_buf[1 << 16];
+
+int pc_zone_info(const char *name, struct pc_zone_info *zi)
+{
+	char zname[32], *line, *next;
+	int in = 0, node;
+	ssize_t len;
+
+	memset(zi, 0, sizeof(*zi));
+	if (zoneinfo_fd < 0)
+		zoneinfo_fd = open("/proc/zoneinfo", O_RDONLY);
+	if (zoneinfo_fd < 0)
+		return -1;
+	len = pread(zoneinfo_fd, zoneinfo_buf, sizeof(zoneinfo_buf) - 1, 0);
+	if (len <= 0)
+		return -1;
+	zoneinfo_buf[len] = 0;
+	for (line = zoneinfo_buf; line && *line; line = next) {
+		long long a;
+		char *s;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		if (sscanf(line, "Node %d, zone %31s", &node, zname) == 2) {
+			in = node == 0 && !strcmp(zname, name);
+			zi->found |= in;
+			continue;
+		}
+		if (!in)
+			continue;
+		if (sscanf(line, " pages free %lld", &a) == 1)
+			zi->free = a;
+		else if (sscanf(line, " min %lld", &a) == 1)
+			zi->min = a;
+		else if (sscanf(line, " low %lld", &a) == 1)
+			zi->low = a;
+		else if (sscanf(line, " high %lld", &a) == 1)
+			zi->high = a;
+		else if (sscanf(line, " spanned %lld", &a) == 1)
+			zi->spanned = a;
+		else if (sscanf(line, " start_pfn: %lld", &a) == 1)
+			zi->start_pfn = a;
+		else if ((s = strstr(line, "protection: (")))
+			for (s += strlen("protection: ("); *s && *s != ')'; s++)
+				if (sscanf(s, "%lld", &a) == 1) {
+					if (a > zi->protection)
+						zi->protection = a;
+					s += strcspn(s, ",)") - 1;
+				}
+	}
+	return zi->found ? 0 : -1;
+}

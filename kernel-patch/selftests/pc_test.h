@@ -134,4 +134,18 @@ size_t pc_eat_large_blocks(void);
  */
 long pc_free_blocks(int order);
 
+/* Node 0's zone from /proc/zoneinfo, in pages. */
+struct pc_zone_info {
+	long long free, min, low, high, spanned, start_pfn, protection;
+	int found;
+};
+
+/*
+ * Node 0's zone @name (e.g. "DMA32"); protection is the largest of the
+ * zone's lowmem reserves, the one against the highest zone's allocations.
+ * Allocates nothing (a test may sample it while memory runs out).
+ * 0, or -1 when there is no such zone.
+ */
+int pc_zone_info(const char *name, struct pc_zone_info *zi);
+
 #endif
