@@ -45,7 +45,8 @@ bench-native: deps
 # microbenchmarks (calibrate-bw: the bandwidth term on native contention
 # runs; calibrate; calibrate-tlb: the page walk on native chases on 4 KiB
 # pages against THP; window: the overlap model's window on native loads K
-# dependent adds apart) and the overlap model against native timing, the
+# dependent adds apart; cpi-dyn: PostgreSQL's base CPI on a native cached
+# scan) and the overlap model against native timing, the
 # calibrated timing on the native study's PostgreSQL curve (pg-validate),
 # Table 2 in its three variants and with the overlap model, Figures 2 and
 # 6, and placement vs colouring vs resctrl with PostgreSQL.
@@ -57,6 +58,7 @@ bench-sim: deps
 	benchmarks/llcsim/run.sh calibrate-tlb --measure
 	CAL_PF=16 benchmarks/llcsim/run.sh calibrate
 	benchmarks/llcsim/run.sh window --measure
+	benchmarks/llcsim/run.sh cpi-dyn --measure
 	benchmarks/llcsim/run.sh mlp
 	LLC_SIZE=2M L2_SIZE=256K benchmarks/llcsim/run.sh pg-validate
 	TABLE2_REPS=3 benchmarks/llcsim/run.sh table2

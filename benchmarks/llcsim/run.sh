@@ -1,7 +1,7 @@
 #!/bin/bash
 # llcsim: shared-LLC simulator (QEMU TCG plugin) for the page colouring kernel.
 #
-# usage: benchmarks/llcsim/run.sh {build|unit|validate|domains|mlp|calibrate|calibrate-bw|calibrate-tlb|window|table2|pg-fig2|pg-fig6|pg-compare|pg-validate|all} [--quick]
+# usage: benchmarks/llcsim/run.sh {build|unit|validate|domains|mlp|calibrate|calibrate-bw|calibrate-tlb|window|cpi-dyn|table2|pg-fig2|pg-fig6|pg-compare|pg-validate|all} [--quick]
 #   build     plugin (fetches qemu-plugin.h of the installed QEMU from Debian's
 #             source package on first use), static guest program, host unit
 #             test, patched kernel (kernel-patch/scripts/kernel-tree.sh build guest)
@@ -44,6 +44,13 @@
 #             chase, natively (--measure: native/gaploop.py now, guarded)
 #             and simulated with the profile and each ROB of CAL_ROB; writes
 #             the section of docs/results/llcsim-calibration.md
+#   cpi-dyn   the base CPI of PostgreSQL's code (CPI_DYN, the plugin's
+#             cpi_dyn: user code of dynamically linked programs) against
+#             this machine: a cached scan and aggregate against a chase,
+#             natively (--measure: native/pgscan.py now, guarded, on the
+#             server of the libpq environment) and in the guest (pg/pgscan,
+#             a grid of CPIs); writes CPI_DYN into calibration/profile.env
+#             and the section of docs/results/llcsim-calibration.md
 #   table2    Table 2 / Figure 5 experiment; writes docs/results/llcsim-table2.md
 #   pg-fig2   Figure 2 with PostgreSQL in the guest (the test box image of
 #             scripts/testbox/mkimage.sh, TPC-H SF $PG_TPCH): TPC-H queries
@@ -79,6 +86,8 @@
 #   additive timing, every miss costs the full latency; mlp uses ROB_MLP (320),
 #   pg-fig2 and pg-fig6 ROB_PG (320)
 #   CPI (1): modeled cycles per instruction that does not miss the L1
+#   CPI_DYN (= CPI): the same for user code of dynamically linked programs
+#   (PostgreSQL; the guest's static loop programs keep CPI; fitted by cpi-dyn)
 #   PF (0 = off) PF_XLAT (16): the stride prefetcher, PF lines ahead, into
 #   pages among the 2^PF_XLAT it knows the frames of (0: within a page)
 #   BW_PEAK (0 = off) BW_UMAX (0.9): memory-bandwidth contention, a miss to
@@ -90,7 +99,7 @@
 #   2 MiB pages, a page walk whose leaf entry goes through the caches
 #   (plugin/tlb.h; fitted by calibrate-tlb); with DTLB set, the mlp loops
 #   run on transparent huge pages (/thp), as natively
-#   TIMING (legacy; mlp, pg-validate, calibrate-tlb: calibrated): calibrated = CPI, ROB, MSHR,
+#   TIMING (legacy; mlp, pg-validate, calibrate-tlb, window, cpi-dyn: calibrated): calibrated = CPI, CPI_DYN, ROB, MSHR,
 #   PF, PF_XLAT, LAT_SEQ, BW_PEAK, BW_UMAX and the TLB's from calibration/profile.env
 #   (run.sh calibrate's, calibrate-bw's and calibrate-tlb's fits) for those not
 #   set, and ROB_MLP/ROB_PG = its ROB; legacy = the defaults above, the timing
@@ -107,14 +116,14 @@ profile=$here/calibration/profile.env
 native_cal=$here/calibration/native-mlp.json
 
 case ${1:-} in
-mlp | pg-validate | calibrate-tlb | window) TIMING=${TIMING:-calibrated} ;;
+mlp | pg-validate | calibrate-tlb | window | cpi-dyn) TIMING=${TIMING:-calibrated} ;;
 *) TIMING=${TIMING:-legacy} ;;
 esac
 case $TIMING in
 calibrated)
 	while IFS='=' read -r k v; do
 		case $k in
-		CPI | ROB | MSHR | PF | PF_XLAT | LAT_SEQ | BW_PEAK | BW_UMAX | \
+		CPI | CPI_DYN | ROB | MSHR | PF | PF_XLAT | LAT_SEQ | BW_PEAK | BW_UMAX | \
 			DTLB | DTLB_WAYS | STLB | STLB_WAYS | LAT_STLB | LAT_WALK) [ -n "${!k+x}" ] || declare "$k=$v" ;;
 		esac
 	done <"$profile"
@@ -139,7 +148,7 @@ L2_SIZE=${L2_SIZE:-256K} L2_WAYS=${L2_WAYS:-8}
 L1_SIZE=${L1_SIZE:-32K} L1_WAYS=${L1_WAYS:-8}
 REPL=${REPL:-lru} COLORS=${COLORS:-32} MEM=${MEM:-1024}
 SYNC=${SYNC:-10000} LAT_SEQ=${LAT_SEQ:-20}
-ROB=${ROB:-0} MSHR=${MSHR:-24} CPI=${CPI:-1}
+ROB=${ROB:-0} MSHR=${MSHR:-24} CPI=${CPI:-1} CPI_DYN=${CPI_DYN:-$CPI}
 PF=${PF:-0} PF_XLAT=${PF_XLAT:-16}
 BW_PEAK=${BW_PEAK:-0} BW_UMAX=${BW_UMAX:-0.9}
 DTLB=${DTLB:-0} DTLB_WAYS=${DTLB_WAYS:-0} STLB=${STLB:-3072} STLB_WAYS=${STLB_WAYS:-12}
@@ -200,7 +209,7 @@ boot() {
 		"$kp/scripts/mkinitramfs.sh" -o "$initrd" -t "$build/guest" -T "${PROG_TIMEOUT:-600}" -l "$list" >&2
 	local parg="$build/libllcsim.so,llc=$LLC_SIZE,llc_ways=$LLC_WAYS,l2=$L2_SIZE,l2_ways=$L2_WAYS"
 	parg+=",l1=$L1_SIZE,l1_ways=$L1_WAYS,line=64,repl=$REPL,sync=$SYNC,lat_seq=$LAT_SEQ,out=$simout"
-	parg+=",llc_domains=$LLC_DOMAINS,cpi=$CPI,pf=$PF,pf_xlat=$PF_XLAT,bw_peak=$BW_PEAK,bw_umax=$BW_UMAX"
+	parg+=",llc_domains=$LLC_DOMAINS,cpi=$CPI,cpi_dyn=$CPI_DYN,pf=$PF,pf_xlat=$PF_XLAT,bw_peak=$BW_PEAK,bw_umax=$BW_UMAX"
 	[ "$DTLB" = 0 ] ||
 		parg+=",dtlb=$DTLB,dtlb_ways=$DTLB_WAYS,stlb=$STLB,stlb_ways=$STLB_WAYS,lat_stlb=$LAT_STLB,lat_walk=$LAT_WALK"
 	# run.sh calibrate: a grid of timings beside the main one
@@ -513,9 +522,33 @@ do_window() {
 		--cmd "$(envs)benchmarks/llcsim/run.sh window${2:+ $2}"
 }
 
+# The base CPI of PostgreSQL's code: a cached scan and aggregate against a
+# chase, natively (native/pgscan.py, --measure: timed now, guarded, into
+# calibration/native-pgscan.json) and in the test box guest (pg/pgscan) with
+# the profile's timing and every CPI of CAL_CPI_DYN beside it (plugin
+# grid_*, every instruction at the point's CPI); calibrate.py dyn picks the
+# CPI whose scan / chase is the native one, writes CPI_DYN into the profile
+# and the section of docs/results/llcsim-calibration.md.
+do_cpi_dyn() {
+	local np=$here/calibration/native-pgscan.json
+	[ "${2:-}" != --measure ] || "$py" "$here/native/pgscan.py" --out "$np"
+	local kib image kernel
+	kib=$(llc_kib)
+	[ "$kib" = 2048 ] || { log "cpi-dyn: LLC_SIZE must be 2M (the native 8 MB share over 4, as pg-validate)"; exit 2; }
+	image=$build/cpi-dyn.cpio
+	kernel=$("$repo/scripts/testbox/mkimage.sh" -o "$image" -t "$here/pg" -l "$("$py" "$here/native/pgscan.py" --sim-list)" \
+		-T "${BOOT_TIMEOUT:-3600}" -b "$build/guest/llcsim" | tail -1)
+	read -r serial simout rc secs < <(ROB=$ROB_PG MEM=${PG_MEM:-2048} GRID_CPI=${CAL_CPI_DYN:-0.08:0.1:0.12:0.14:0.16:0.2:0.3:0.4} \
+		GRID_ROB=$ROB GRID_MSHR=$MSHR boot cpi-dyn "" "${BOOT_TIMEOUT:-3600}" "$image" "$kernel")
+	"$py" "$here/scripts/calibrate.py" dyn --native "$np" --run "$serial" "$simout" "$rc" "$secs" \
+		--profile "$profile" --page "$results/llcsim-calibration.md" \
+		--cmd "$(envs CAL_CPI_DYN)benchmarks/llcsim/run.sh cpi-dyn${2:+ $2}"
+}
+
 case "${1:-}" in
 build) do_build ;;
 window) do_build; do_window "$@" ;;
+cpi-dyn) do_build; do_cpi_dyn "$@" ;;
 calibrate-tlb) do_build; do_calibrate_tlb "$@" ;;
 calibrate-bw) do_calibrate_bw "$@" ;;
 unit) do_unit ;;

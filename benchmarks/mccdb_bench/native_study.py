@@ -220,8 +220,9 @@ def scan_query(rows):
 
 
 def ensure_tables(db, build_rows, probe_rows, scan_rows, say):
-    """Create the study's tables that are missing, each in one transaction
-    (an interrupted load leaves nothing), then vacuum analyze them."""
+    """Create the study's tables that are missing (no scan table when
+    scan_rows is None), each in one transaction (an interrupted load leaves
+    nothing), then vacuum analyze them."""
     made = []
     with pg.connect(db) as c:
         c.execute(f"create schema if not exists {SCHEMA}")
@@ -229,9 +230,10 @@ def ensure_tables(db, build_rows, probe_rows, scan_rows, say):
         want.append((probe_table(probe_rows),
                      "select g::int4 as id, (hashint8(g::int8) & 2147483647)::int4 as k "
                      f"from generate_series(0, {probe_rows - 1}) g"))
-        want.append((scan_table(scan_rows),
-                     "select g::int8 as a, (g * 7)::int8 as b, repeat('x', 80) as pad "
-                     f"from generate_series(1, {scan_rows}) g"))
+        if scan_rows:
+            want.append((scan_table(scan_rows),
+                         "select g::int8 as a, (g * 7)::int8 as b, repeat('x', 80) as pad "
+                         f"from generate_series(1, {scan_rows}) g"))
         for name, select in want:
             if c.execute("select to_regclass(%s)", (name,)).fetchone()[0] is not None:
                 continue

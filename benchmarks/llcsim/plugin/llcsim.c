@@ -43,6 +43,12 @@
  *   sim=always|tagged (tagged: skip accesses of vCPUs whose tag is 0)
  *   cpi=1.0 lat_l2=12 lat_llc=40 lat_mem=200 (timing model, printed cycles;
  *     cpi: the cost of an instruction that does not miss the L1, fractional)
+ *   cpi_dyn=C (default: cpi): the cost of such an instruction of user code
+ *     at or above 4 GiB, i.e. of dynamically linked programs (PIE and shared
+ *     libraries: PostgreSQL, libc); the guest's own loop programs are static
+ *     at 0x400000 and keep cpi.  A base CPI is a property of the code (its
+ *     instruction-level parallelism): the loops' dependent adds run at one
+ *     instruction a cycle natively, PostgreSQL's executor at about three.
  *   lat_seq=200: cost of an LLC miss to the line after one of the vCPU's last
  *     4 LLC-missed lines (a stream a prefetcher would cover); = lat_mem: off
  *   rob=W mshr=M ram=FILE: overlap of L1 misses (memory-level parallelism),
@@ -68,8 +74,9 @@
  *     accesses (the caches do not depend on time), inside measured regions
  *     only (tag != 0: outside, their misses are not tracked, so a region
  *     starts without the ones still in flight); dumps add gK_u_cycles=,
- *     the config line gK=cpi:rob:mshr.  For fitting the timing in one
- *     guest run (run.sh calibrate).
+ *     the config line gK=cpi:rob:mshr (a point's CPI is every
+ *     instruction's, cpi_dyn='s too).  For fitting the timing in one
+ *     guest run (run.sh calibrate, run.sh cpi-dyn).
  *   pf=D pf_streams=16 pf_xlat=16: a stride prefetcher per vCPU
  *     (plugin/prefetch.h), D lines ahead (0 = off, the default): trained on
  *     the L1 misses' virtual lines, it fills the L2 and the LLC (not the
@@ -130,8 +137,9 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define KERNEL_VADDR	0xffff800000000000ull
 #define MAX_MSHR	TM_MAX_MSHR
 #define MAX_GRID	64
+#define DYN_VADDR	0x100000000ull	/* cpi_dyn= from here (user mode) */
 
-enum { F_INSNS, F_ACC, F_L1M, F_L2M, F_LLCM, F_SEQM, F_OVLM, F_STALL, F_PF, F_PFM, F_BWX, F_BWL,
+enum { F_INSNS, F_DYN, F_ACC, F_L1M, F_L2M, F_LLCM, F_SEQM, F_OVLM, F_STALL, F_PF, F_PFM, F_BWX, F_BWL,
        F_STLB, F_WALK, F_WALKM, F_WALKH, F_XLAT, F_XADD, NF };
 enum { M_USER, M_KERNEL, NM };
 
@@ -166,7 +174,7 @@ static struct {
 	enum cm_repl repl;
 	uint64_t seed;
 	bool tagged;
-	double cpi, lat_l2, lat_llc, lat_mem, lat_seq;
+	double cpi, cpi_dyn, lat_l2, lat_llc, lat_mem, lat_seq;
 	uint64_t sync;			/* quantum, centicycles; 0 = off */
 	uint64_t rob;			/* instruction window; 0 = no overlap */
 	unsigned mshr;			/* outstanding misses */
@@ -193,7 +201,7 @@ static unsigned int ngrid;
 static double grid_cpi[8], grid_rob[8], grid_mshr[8];
 static unsigned int ngrid_cpi, ngrid_rob, ngrid_mshr;
 /* integer centicycle versions for the clocks */
-static uint64_t c_cpi, c_l2, c_llc, c_mem, c_seq;
+static uint64_t c_cpi, c_cpi_dyn, c_l2, c_llc, c_mem, c_seq;
 
 static struct cm_cache llcs[MAX_DOMAINS];
 static struct bw_model bw;		/* the memory all vCPUs share (bw_peak=) */
@@ -440,14 +448,14 @@ static void vcpu_idle(qemu_plugin_id_t id, unsigned int idx)
 
 /*
  * A translation block's n instructions start: they advance every clock by
- * n x its CPI, and by the stall of each outstanding miss whose reorder
+ * n x its CPI (the main clock: cpi_dyn= for dynamically linked code), and by the stall of each outstanding miss whose reorder
  * buffer they fill (timing.h tm_retire), counted as a miss's stall is in
  * charge(); the block's misses then come to charge() at the new icount.
  */
 static void vcpu_tb_exec(unsigned int idx, void *ud)
 {
-	uintptr_t d = (uintptr_t)ud, mode = d >> 31;
-	uint64_t n = d & 0x7fffffff, st = 0;
+	uintptr_t d = (uintptr_t)ud, mode = d >> 31, dyn = d >> 30 & 1;
+	uint64_t n = d & 0x3fffffff, st = 0, c = dyn ? c_cpi_dyn : c_cpi;
 	struct vcpu *v;
 	unsigned int k;
 
@@ -455,6 +463,7 @@ static void vcpu_tb_exec(unsigned int idx, void *ud)
 		return;
 	v = &vcpus[idx];
 	v->stats[v->tag][mode][F_INSNS] += n;
+	v->stats[v->tag][mode][F_DYN] += dyn * n;
 	if (__atomic_load_n(&v->idle, __ATOMIC_RELAXED)) {
 		/* woke up: time went on while halted */
 		uint64_t m = min_other_clock(idx);
@@ -476,23 +485,25 @@ static void vcpu_tb_exec(unsigned int idx, void *ud)
 			v->gstall[(size_t)v->tag * ngrid + k] += gs;
 	}
 	if (cfg.rob) {
-		st = tm_retire(&v->tm, v->clock, v->icount, n, c_cpi);
+		st = tm_retire(&v->tm, v->clock, v->icount, n, c);
 		v->stats[v->tag][mode][F_STALL] += st;
 	}
 	v->icount += n;
-	__atomic_store_n(&v->clock, v->clock + n * c_cpi + st, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->clock, v->clock + n * c + st, __ATOMIC_RELAXED);
 	if (cfg.sync)
 		sync_wait(idx, v);
 }
 
 static double cycles_of(const uint64_t *f)
 {
+	double base = (f[F_INSNS] - f[F_DYN]) * cfg.cpi + f[F_DYN] * cfg.cpi_dyn;
+
 	/* F_BWX: what bandwidth contention added to the charges outside the
 	 * overlap model's stalls (which hold their own share of it) */
 	if (cfg.rob)	/* the stalls the L1 misses caused */
-		return f[F_INSNS] * cfg.cpi + (double)f[F_STALL] / 100 + (double)f[F_SEQM] * cfg.lat_seq +
+		return base + (double)f[F_STALL] / 100 + (double)f[F_SEQM] * cfg.lat_seq +
 		       (double)f[F_BWX] / 100 + (double)f[F_XADD] / 100;
-	return f[F_INSNS] * cfg.cpi + (double)(f[F_L1M] - f[F_L2M]) * cfg.lat_l2 +
+	return base + (double)(f[F_L1M] - f[F_L2M]) * cfg.lat_l2 +
 	       (double)(f[F_L2M] - f[F_LLCM]) * cfg.lat_llc +
 	       (double)(f[F_LLCM] - f[F_SEQM]) * cfg.lat_mem + (double)f[F_SEQM] * cfg.lat_seq +
 	       (double)f[F_BWX] / 100 + (double)f[F_XADD] / 100;
@@ -523,12 +534,12 @@ static void dump_tag(unsigned int ender, uint32_t tag)
 	fprintf(out, "dump seq=%" PRIu64 " tag=%u vcpu=%u", ++seq, tag, ender);
 	for (m = 0; m < NM; m++) {
 		const char *p = m == M_USER ? "u" : "k";
-		fprintf(out, " %s_insns=%" PRIu64 " %s_acc=%" PRIu64 " %s_l1m=%" PRIu64
+		fprintf(out, " %s_insns=%" PRIu64 " %s_dyn=%" PRIu64 " %s_acc=%" PRIu64 " %s_l1m=%" PRIu64
 			" %s_l2m=%" PRIu64 " %s_llcm=%" PRIu64 " %s_seqm=%" PRIu64 " %s_ovlm=%" PRIu64
 			" %s_stall=%" PRIu64 " %s_cycles=%.0f %s_pf=%" PRIu64 " %s_pfm=%" PRIu64
 			" %s_bwlat=%" PRIu64 " %s_stlb=%" PRIu64 " %s_walk=%" PRIu64 " %s_walkm=%" PRIu64
 			" %s_walkh=%" PRIu64 " %s_xlat=%" PRIu64,
-			p, sum[m][F_INSNS], p, sum[m][F_ACC], p, sum[m][F_L1M],
+			p, sum[m][F_INSNS], p, sum[m][F_DYN], p, sum[m][F_ACC], p, sum[m][F_L1M],
 			p, sum[m][F_L2M], p, sum[m][F_LLCM], p, sum[m][F_SEQM], p, sum[m][F_OVLM],
 			p, sum[m][F_STALL] / 100, p, cycles_of(sum[m]), p, sum[m][F_PF], p, sum[m][F_PFM],
 			p, sum[m][F_BWL] / 100, p, sum[m][F_STLB], p, sum[m][F_WALK], p, sum[m][F_WALKM],
@@ -613,11 +624,13 @@ static int magic_of(struct qemu_plugin_insn *insn, uint32_t *disp)
 static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t i, n = qemu_plugin_tb_n_insns(tb);
-	uintptr_t mode = qemu_plugin_tb_vaddr(tb) >= KERNEL_VADDR ? M_KERNEL : M_USER;
+	uint64_t pc = qemu_plugin_tb_vaddr(tb);
+	uintptr_t mode = pc >= KERNEL_VADDR ? M_KERNEL : M_USER;
+	uintptr_t dyn = mode == M_USER && pc >= DYN_VADDR;
 	uint32_t disp;
 
 	qemu_plugin_register_vcpu_tb_exec_cb(tb, vcpu_tb_exec, QEMU_PLUGIN_CB_NO_REGS,
-					     (void *)(uintptr_t)(n | mode << 31));
+					     (void *)(uintptr_t)(n | dyn << 30 | mode << 31));
 	for (i = 0; i < n; i++) {
 		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
 
@@ -718,6 +731,8 @@ static int parse_arg(const char *a)
 	}
 	if (!strcmp(key, "cpi"))
 		return (cfg.cpi = atof(val)) > 0 ? 0 : -1;
+	if (!strcmp(key, "cpi_dyn"))
+		return (cfg.cpi_dyn = atof(val)) > 0 ? 0 : -1;
 	if (!strcmp(key, "lat_l2"))
 		return (cfg.lat_l2 = atof(val)) >= 0 ? 0 : -1;
 	if (!strcmp(key, "lat_llc"))
@@ -822,7 +837,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 	}
 	if (cfg.ram && map_ram(cfg.ram))
 		return -1;
+	if (cfg.cpi_dyn == 0)
+		cfg.cpi_dyn = cfg.cpi;
 	c_cpi = (uint64_t)(cfg.cpi * 100 + 0.5);
+	c_cpi_dyn = (uint64_t)(cfg.cpi_dyn * 100 + 0.5);
 	c_l2 = (uint64_t)(cfg.lat_l2 * 100 + 0.5);
 	c_llc = (uint64_t)(cfg.lat_llc * 100 + 0.5);
 	c_mem = (uint64_t)(cfg.lat_mem * 100 + 0.5);
@@ -924,13 +942,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 	}
 	fprintf(out, "config l1=%" PRIu64 "/%u l2=%" PRIu64 "/%u llc=%" PRIu64 "/%u"
 		" line=%u llc_sets=%u colors=%" PRIu64 " repl=%s sim=%s vcpus=%d"
-		" cpi=%g lat_l2=%g lat_llc=%g lat_mem=%g lat_seq=%g sync=%" PRIu64
+		" cpi=%g cpi_dyn=%g lat_l2=%g lat_llc=%g lat_mem=%g lat_seq=%g sync=%" PRIu64
 		" rob=%" PRIu64 " mshr=%u ram_mib=%" PRIu64 " llc_domains=%u pf=%u pf_streams=%u pf_xlat=%u"
 		" bw_peak=%g bw_umax=%g bw_slot=%" PRIu64 " dtlb=%u/%u stlb=%u/%u lat_stlb=%g lat_walk=%g",
 		cfg.l1, cfg.l1_ways, cfg.l2, cfg.l2_ways, cfg.llc, cfg.llc_ways,
 		cfg.line, llcs[0].sets, cfg.llc / ((uint64_t)cfg.llc_ways * 4096),
 		cfg.repl == CM_LRU ? "lru" : "random", cfg.tagged ? "tagged" : "always",
-		nvcpus, cfg.cpi, cfg.lat_l2, cfg.lat_llc, cfg.lat_mem, cfg.lat_seq, cfg.sync / 100,
+		nvcpus, cfg.cpi, cfg.cpi_dyn, cfg.lat_l2, cfg.lat_llc, cfg.lat_mem, cfg.lat_seq, cfg.sync / 100,
 		cfg.rob, cfg.mshr, ram_size >> 20, cfg.llc_domains, cfg.pf, cfg.pf_streams, cfg.pf_xlat,
 		cfg.bw_peak, cfg.bw_umax, cfg.bw_slot, cfg.dtlb, cfg.dtlb_ways, cfg.stlb, cfg.stlb_ways,
 		cfg.lat_stlb, cfg.lat_walk);

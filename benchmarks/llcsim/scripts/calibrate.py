@@ -34,7 +34,16 @@ every ROB of the grid evaluated beside the main timing) with their native
 ratios to a chase, and writes the page's section on the window, with the
 verdict (PASS when the main timing is within --tolerance at every K); exit 1
 when the guest run is unsound (it failed, or a loop is missing), as
-pg-validate, so that make bench goes on past a FAIL."""
+pg-validate, so that make bench goes on past a FAIL.
+
+`calibrate.py dyn --native calibration/native-pgscan.json --run SERIAL SIM RC
+SECS --profile calibration/profile.env --page docs/results/llcsim-calibration.md`
+fits CPI_DYN, the base CPI of dynamically linked user code (PostgreSQL), on
+a cached scan and aggregate against a chase (native/pgscan.py; the guest's
+pg/pgscan with a grid of CPIs): the CPI at which the simulated scan / chase
+is the native one, interpolated between grid points; writes it into the
+profile and the page's section; exit 1 when the guest run is unsound or the
+native ratio lies outside the grid."""
 import argparse
 import datetime
 import json
@@ -394,21 +403,37 @@ def tlb_main(argv):
     return 0 if ok else 1
 
 
+def native_and_run(argv, name, description, native_file, *extra):
+    """The command line of a check of one guest run against a native JSON
+    (--native, --run, --page, --cmd and `extra` (flag, kwargs)): the
+    arguments, the native JSON, the guest run (analyze.load)."""
+    ap = argparse.ArgumentParser(prog=f'calibrate.py {name}', description=description)
+    ap.add_argument('--native', required=True, help=f'calibration/{native_file}')
+    ap.add_argument('--run', nargs=4, required=True, metavar=('SERIAL', 'SIM', 'RC', 'SECS'))
+    ap.add_argument('--page', required=True)
+    ap.add_argument('--cmd', default=f'benchmarks/llcsim/run.sh {name}')
+    for flag, kw in extra:
+        ap.add_argument(flag, **kw)
+    a = ap.parse_args(argv)
+    with open(a.native) as f:
+        native = json.load(f)
+    return a, native, analyze.load(a.run[0], a.run[1])
+
+
+def guards(native, serial):
+    """The page's lines on the quiet-machine guard of the native runs and
+    of the guest run."""
+    return ['- Native: ' + native.get('guard', '?').lstrip('- '), '- Guest run: ' +
+            '; '.join(ln.lstrip('- ').rstrip('.') for ln in analyze.guard_lines(SimpleNamespace(serial=serial)).splitlines())]
+
+
 WIN_SECTION = '## The window (independent misses K instructions apart)'
 
 
 def window_main(argv):
-    ap = argparse.ArgumentParser(prog='calibrate.py window', description='the window against native gap loops')
-    ap.add_argument('--native', required=True, help='calibration/native-window.json')
-    ap.add_argument('--run', nargs=4, required=True, metavar=('SERIAL', 'SIM', 'RC', 'SECS'))
-    ap.add_argument('--page', required=True)
-    ap.add_argument('--tolerance', type=float, default=0.15)
-    ap.add_argument('--cmd', default='benchmarks/llcsim/run.sh window')
-    a = ap.parse_args(argv)
-    with open(a.native) as f:
-        nw = json.load(f)
-    serial, sim, rc, secs = a.run
-    d = analyze.load(serial, sim)
+    a, nw, d = native_and_run(argv, 'window', 'the window against native gap loops', 'native-window.json',
+                              ('--tolerance', {'type': float, 'default': 0.15}))
+    serial, _, rc, secs = a.run
     c = d['config']
     pts = grid_points(c)
     ks, ct, gt = nw['ks'], nw['sim']['chase_tag'], nw['sim']['gap_tag']
@@ -446,9 +471,7 @@ def window_main(argv):
                f'{100 * err:+.1f}% |')
         row += ''.join(f' {100 * (ch / g[k] / r["median"] - 1):+.1f}% |' for _, ch, g in cols)
         L.append(row)
-    L += ['', f'- Native: {nw.get("guard", "?").lstrip("- ")}', '- Guest run: ' +
-          '; '.join(ln.lstrip('- ').rstrip('.') for ln in analyze.guard_lines(SimpleNamespace(serial=serial)).splitlines()),
-          '', f'Native chase: {nw["ns_per_load"]["chase"]["median"]:.1f} ns a load; simulated '
+    L += ['', *guards(nw, serial), '', f'Native chase: {nw["ns_per_load"]["chase"]["median"]:.1f} ns a load; simulated '
           f'{chase or float("nan"):.1f} cycles. Worst error of the main timing: {100 * worst:.1f}% '
           f'(limit {100 * a.tolerance:.0f}%: {"PASS" if ok and worst <= a.tolerance else "FAIL"}).', '']
     with open(a.page) as f:
@@ -459,7 +482,76 @@ def window_main(argv):
     return 0 if ok else 1
 
 
+DYN_SECTION = "## PostgreSQL's base CPI (cpi_dyn)"
+DYN_KEYS = ('CPI_DYN',)
+
+
+def dyn_fit(cpis, ratios, target):
+    """The CPI at which the simulated ratio (increasing with the CPI) is
+    `target`, linear between the grid's points; None outside them."""
+    pts = sorted(zip(cpis, ratios))
+    for (c0, r0), (c1, r1) in zip(pts, pts[1:]):
+        if r0 <= target <= r1 and r1 > r0:
+            return c0 + (c1 - c0) * (target - r0) / (r1 - r0)
+    return None
+
+
+def dyn_main(argv):
+    a, nat, d = native_and_run(argv, 'cpi-dyn', "PostgreSQL's base CPI against a native scan", 'native-pgscan.json',
+                               ('--profile', {'required': True}))
+    serial, _, rc, secs = a.run
+    c, sm = d['config'], nat['sim']
+    pts = grid_points(c)
+    rows = sm['rows']
+    scans = [d['dumps'].get(sm['scan_tag'] + i) for i in range(sm['reps'])]
+    run = d['runs'].get(sm['chase_tag'], {})
+    chase_x, units = d['dumps'].get(sm['chase_tag']), int(run.get('units', 0) or 0)
+    ok = int(rc) == 0 and all(scans) and chase_x and units and pts
+    target = nat['ratio']['median']
+    L = [DYN_SECTION, '',
+         "The base CPI of PostgreSQL's code (the plugin's `cpi_dyn`: user code of dynamically linked programs; "
+         "the guest's static loop programs keep `cpi`). A base CPI is a property of the code: the gap loop's "
+         "dependent adds run one instruction a cycle natively, which is what CPI fits. Fitted here on a cached "
+         f"sequential scan and aggregate, not on the validation's hash join: `{nat['query']}` natively "
+         f"({nat['rows']:,} rows, CPU ns a row of the backend pinned to CPU 0, {nat['rounds']} rounds behind the "
+         f"guard, {nat['date']}) against a pointer chase ({nat['chase_spec']}), and in the guest over "
+         f"{rows:,} rows ({sm['reps']} repetitions) against a chase over {sm['chase_kib'] >> 10} MiB on THP "
+         f"(guest run {secs} s, boot-test exit {rc}, `{a.cmd}`). Every grid point runs every instruction at "
+         "its CPI; the fit is the CPI at which the simulated scan / chase is the native one.", '']
+    fit = None
+    if ok:
+        chase = chase_x['u_cycles'] / units
+        insns = sorted(x['u_insns'] / rows for x in scans)[len(scans) // 2]
+        dyn = sorted(x.get('u_dyn', 0) / max(x['u_insns'], 1) for x in scans)[len(scans) // 2]
+        per = [(p[1], sorted(x[f'g{p[0]}_u_cycles'] / rows for x in scans)[len(scans) // 2]) for p in pts]
+        fit = dyn_fit([cp for cp, _ in per], [cy / chase for _, cy in per], target)
+        L += [f'Native: {nat["scan_ns_per_row"]["median"]:.2f} ns a row (min {nat["scan_ns_per_row"]["min"]:.2f}, '
+              f'max {nat["scan_ns_per_row"]["max"]:.2f}), chase {nat["chase_ns"]["median"]:.1f} ns a load: '
+              f'scan / chase {target:.4f} (min {nat["ratio"]["min"]:.4f}, max {nat["ratio"]["max"]:.4f}).', '',
+              f'Simulated: {insns:,.0f} user instructions a row ({100 * dyn:.1f}% of them dynamically linked '
+              f'code), chase {chase:.1f} cycles a load (main timing, cpi {c.get("cpi")}).', '',
+              '| CPI | cycles a row | scan / chase | against native |', '| --- | --- | --- | --- |']
+        L += [f'| {cp:g} | {cy:.1f} | {cy / chase:.4f} | {100 * (cy / chase / target - 1):+.1f}% |' for cp, cy in per]
+        L += ['', f'Fit: CPI_DYN {fit:.3f}' if fit is not None else
+              '**No fit: the native ratio lies outside the grid (widen CAL_CPI_DYN).**', '']
+    else:
+        L += ['**The guest run is unsound (a failed boot, a missing scan or chase dump, or no grid).**', '']
+    L += [*guards(nat, serial), '']
+    if fit is not None:
+        set_profile(a.profile, {'CPI_DYN': f'{fit:.3f}'},
+                    comment=f'# CPI_DYN: `{a.cmd}` (calibrate.py dyn) on the native scan of {nat["date"]} '
+                            '(calibration/native-pgscan.json)')
+    with open(a.page) as f:
+        text = f.read()
+    with open(a.page, 'w') as f:
+        f.write(replace_section(text, L, DYN_SECTION))
+    print('\n'.join(L))
+    return 0 if ok and fit is not None else 1
+
+
 def main():
+    if sys.argv[1:2] == ['dyn']:
+        return dyn_main(sys.argv[2:])
     if sys.argv[1:2] == ['window']:
         return window_main(sys.argv[2:])
     if sys.argv[1:2] == ['bandwidth']:
@@ -599,10 +691,10 @@ def main():
     ok = all(ok for ok, _ in checks)
     if best and args.profile and runs_ok:     # the best fit, even one off by more than the tolerance
         kept = []
-        if os.path.exists(args.profile):      # calibrate.py bandwidth's and tlb's values stay, in their order
+        if os.path.exists(args.profile):      # calibrate.py bandwidth's, tlb's and dyn's values stay, in their order
             with open(args.profile) as f:
-                kept = [ln for ln in f if ln.startswith(tuple(k + '=' for k in BW_KEYS + TLB_KEYS) +
-                                                        ('# BW_', '# DTLB'))]
+                kept = [ln for ln in f if ln.startswith(tuple(k + '=' for k in BW_KEYS + TLB_KEYS + DYN_KEYS) +
+                                                        ('# BW_', '# DTLB', '# CPI_DYN'))]
         now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
         with open(args.profile, 'w') as f:
             f.write(f'# llcsim TIMING=calibrated: fitted by `{args.cmd}` on {now}\n'
