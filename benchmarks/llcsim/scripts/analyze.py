@@ -146,6 +146,8 @@ def machine(args, d):
             f'a prefetcher covers): x {c.get("lat_seq")}' if c.get('lat_seq') != c.get('lat_mem') else
             ', no next-line discount (lat_seq = lat_mem)') +
         ' (user-mode counts of the measured region).' + (
+            f' Dynamically linked user code (PostgreSQL, libc) at CPI {c.get("cpi_dyn")} instead (cpi_dyn, '
+            f'[llcsim-calibration](llcsim-calibration.md)).' if c.get('cpi_dyn') not in (None, c.get('cpi')) else '') + (
             f' Stride prefetcher on: {c.get("pf")} lines ahead into the L2 and the LLC, trained on the L1 '
             f'misses\' virtual lines, into pages among the 2^{c.get("pf_xlat")} it knows the frames of '
             f'([llcsim-calibration](llcsim-calibration.md)).' if int(c.get('pf', 0) or 0) else '') + (
