@@ -498,6 +498,38 @@ def thp():
     return m.group(1) if m else "?"
 
 
+CELL = re.compile(r"\**([\d.]+) \(([\d.]+)-([\d.]+)\)\**")
+
+
+def curve_from_page(path):
+    """The beside-stream curve of a page `write` made (docs/results/native-study.md),
+    read back for the simulator's validation (llcsim run.sh pg-validate):
+    {date, command, machine, rounds, effective_llc_mb, sizes: [{mb, build_rows,
+    alone_s, stream: {median, lo, hi}}]}."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    meta = {k: next((ln[len(f"- {k}: "):] for ln in lines if ln.startswith(f"- {k}: ")), None)
+            for k in ("Machine", "Run", "Command")}
+    pgline = next((ln[2:] for ln in lines if ln.startswith("- PostgreSQL ")), "")
+    c_mb = re.search(r"mccdb C = ([\d.]+) MB", pgline)
+    rounds = re.search(r"--rounds (\d+)", meta["Command"] or "")
+    hdr = next((i for i, ln in enumerate(lines) if ln.startswith("| hash table MB | actual MB |")), None)
+    if hdr is None:
+        raise ValueError(f"{path}: no co-run table (| hash table MB | actual MB | ...)")
+    cols = [c.strip() for c in lines[hdr].strip("|").split("|")]
+    sizes = []
+    for ln in lines[hdr + 2:]:
+        if not ln.startswith("|"):
+            break
+        row = dict(zip(cols, (c.strip() for c in ln.strip("|").split("|"))))
+        med, lo, hi = map(float, CELL.fullmatch(row["beside stream"]).groups())
+        sizes.append({"mb": float(row["hash table MB"]), "build_rows": int(row["build rows"].replace(",", "")),
+                      "alone_s": float(row["alone s"].split()[0]), "stream": {"median": med, "lo": lo, "hi": hi}})
+    return {"date": (meta["Run"] or "?").split(",")[0] + " UTC", "command": (meta["Command"] or "?").strip("`"),
+            "machine": f"{meta['Machine']}; {pgline.split(';')[0]}", "rounds": int(rounds.group(1)) if rounds else 10,
+            "effective_llc_mb": float(c_mb.group(1)) if c_mb else None, "sizes": sizes}
+
+
 def write(res, a, sizes, rows, decomp, busy_all, notes, C, rounds, probes, clock):
     """The page: setup, the co-run table, the decomposition, what they say."""
     Cmb = C / 1048576 if C else None

@@ -8,6 +8,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 LLCSIM = pathlib.Path(__file__).resolve().parents[1] / "llcsim"
 CALIBRATE = LLCSIM / "scripts" / "calibrate.py"
 ANALYZE = LLCSIM / "scripts" / "analyze.py"
@@ -125,7 +127,22 @@ def test_mlp_check_fails_with_the_uncalibrated_errors(tmp_path):
         assert f"not ok - calibration: a {kind} load" in p.stdout
 
 
-NATIVE_STUDY = LLCSIM / "calibration" / "native-study-stream.json"
+NATIVE_STUDY = LLCSIM.parents[1] / "docs" / "results" / "native-study.md"
+
+
+def test_the_native_curve_is_read_from_the_study_page(tmp_path):
+    """curve_from_page reads what native_study.write put on the page, so no
+    number is typed in by hand; a page without the table is refused."""
+    from mccdb_bench.native_study import curve_from_page
+    c = curve_from_page(NATIVE_STUDY)
+    assert [s["mb"] for s in c["sizes"]] == [0.25, 0.5, 1, 2, 4, 8, 16, 32]
+    assert c["sizes"][0] == {"mb": 0.25, "build_rows": 4915, "alone_s": 0.386,
+                             "stream": {"median": 1.05, "lo": 1.03, "hi": 1.07}}
+    assert c["rounds"] == 10 and c["effective_llc_mb"] == 8.0 and c["date"].endswith(" UTC")
+    bad = tmp_path / "page.md"
+    bad.write_text("# Native study\n\nno table\n")
+    with pytest.raises(ValueError, match="no co-run table"):
+        curve_from_page(bad)
 
 
 def write_pg_logs(tmp, slowdowns, drop_tag=None, sizes="2,32", extra=None):

@@ -998,7 +998,7 @@ def main():
     ap.add_argument('--calibration', help='mlp: the committed native ratios (calibration/native-mlp.json) '
                     'the simulated ones must match within --tolerance')
     ap.add_argument('--tolerance', type=float, default=0.15)
-    ap.add_argument('--native-study', help='pgvalidate: calibration/native-study-stream.json')
+    ap.add_argument('--native-study', help='pgvalidate: the native study\'s page (docs/results/native-study.md)')
     ap.add_argument('--sizes', help='pgvalidate: the native table sizes (MB), comma separated')
     ap.add_argument('--scale', default='4', help='pgvalidate: native sizes and LLC over the simulated ones')
     args = ap.parse_args()

@@ -6,16 +6,15 @@ A measured query's modeled time is the user + kernel cycles of vCPU 0 (the
 server's) between its begin and end; a size's co-run slowdown is the
 beside-stream time over the alone time of the same repetition (the pair),
 median (min-max) over the repetitions.  Against the native median and its
-95% bootstrap interval (calibration/native-study-stream.json): a size
+95% bootstrap interval (read from the native study's page,
+docs/results/native-study.md, by native_study.curve_from_page): a size
 passes when the simulated median is within 30% (relative) of the native
 one or inside its interval (issue 28 item 2).
 """
-import json
-
 from analyze import guest_tap, machine, total
 from mccdb_bench.harness.report import write_page
 from mccdb_bench.harness.stats import summarize
-from mccdb_bench.native_study import rows_for
+from mccdb_bench.native_study import curve_from_page, rows_for
 
 LIMIT = 0.30
 
@@ -107,8 +106,7 @@ def verdict(sim, nat):
 
 
 def pgvalidate(args, d):
-    with open(args.native_study) as f:
-        native = json.load(f)
+    native = curve_from_page(args.native_study)
     by_mb = {s['mb']: s for s in native['sizes']}
     sizes = [float(x) for x in args.sizes.split(',')]
     scale = float(args.scale)
@@ -128,7 +126,7 @@ def pgvalidate(args, d):
          'reading and writing every line of its buffer), in pairs (alone, then beside the stream), run in '
          'the simulated guest with the calibrated timing ([llcsim-calibration](llcsim-calibration.md)), '
          'nothing refitted. Table sizes and the LLC are the native ones over '
-         f'{scale:g} (native effective LLC share {native["effective_llc_mb"]} MB). A size passes when the '
+         f'{scale:g} (native effective LLC share {native["effective_llc_mb"]:g} MB). A size passes when the '
          f'simulated median slowdown is within {100 * LIMIT:.0f}% (relative) of the native median or inside '
          'its 95% interval.', '',
          machine(args, d),
