@@ -47,7 +47,8 @@ bench-native: deps
 # pages against THP; window: the overlap model's window on native loads K
 # dependent adds apart; cpi-dyn: PostgreSQL's base CPI on a native cached
 # scan) and the overlap model against native timing, the
-# calibrated timing on the native study's PostgreSQL curve (pg-validate),
+# calibrated timing on the native study's PostgreSQL curve (pg-validate)
+# and the LLC a stream leaves a resident chase (share),
 # Table 2 in its three variants and with the overlap model, Figures 2 and
 # 6, and placement vs colouring vs resctrl with PostgreSQL.
 # Each line is the command its page names (benchmarks/tests checks it).
@@ -61,6 +62,7 @@ bench-sim: deps
 	benchmarks/llcsim/run.sh cpi-dyn --measure
 	benchmarks/llcsim/run.sh mlp
 	LLC_SIZE=2M L2_SIZE=256K benchmarks/llcsim/run.sh pg-validate
+	benchmarks/llcsim/run.sh share
 	TABLE2_REPS=3 benchmarks/llcsim/run.sh table2
 	TABLE2_VARIANT=disjoint TABLE2_REPS=3 benchmarks/llcsim/run.sh table2
 	TABLE2_VARIANT=default TABLE2_REPS=3 benchmarks/llcsim/run.sh table2

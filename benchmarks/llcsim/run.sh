@@ -1,7 +1,7 @@
 #!/bin/bash
 # llcsim: shared-LLC simulator (QEMU TCG plugin) for the page colouring kernel.
 #
-# usage: benchmarks/llcsim/run.sh {build|unit|validate|domains|mlp|calibrate|calibrate-bw|calibrate-tlb|window|cpi-dyn|table2|pg-fig2|pg-fig6|pg-compare|pg-validate|all} [--quick]
+# usage: benchmarks/llcsim/run.sh {build|unit|validate|domains|mlp|calibrate|calibrate-bw|calibrate-tlb|window|cpi-dyn|share|table2|pg-fig2|pg-fig6|pg-compare|pg-validate|all} [--quick]
 #   build     plugin (fetches qemu-plugin.h of the installed QEMU from Debian's
 #             source package on first use), static guest program, host unit
 #             test, patched kernel (kernel-patch/scripts/kernel-tree.sh build guest)
@@ -51,6 +51,12 @@
 #             server of the libpq environment) and in the guest (pg/pgscan,
 #             a grid of CPIs); writes CPI_DYN into calibration/profile.env
 #             and the section of docs/results/llcsim-calibration.md
+#   share     the LLC a stream leaves a resident working set, without
+#             PostgreSQL: native/memload.py's chases of 2, 4, 8 and 256 MiB
+#             alone and beside a stream on the other vCPU
+#             (calibration/native-memload.json) against the same over 4 in
+#             the guest, with LRU and with random replacement (SHARE_REPL);
+#             writes docs/results/llcsim-stream-share.md
 #   table2    Table 2 / Figure 5 experiment; writes docs/results/llcsim-table2.md
 #   pg-fig2   Figure 2 with PostgreSQL in the guest (the test box image of
 #             scripts/testbox/mkimage.sh, TPC-H SF $PG_TPCH): TPC-H queries
@@ -114,9 +120,10 @@ py=$repo/.venv/bin/python3
 [ -x "$py" ] || py=python3
 profile=$here/calibration/profile.env
 native_cal=$here/calibration/native-mlp.json
+native_cal_memload=$here/calibration/native-memload.json
 
 case ${1:-} in
-mlp | pg-validate | calibrate-tlb | window | cpi-dyn) TIMING=${TIMING:-calibrated} ;;
+mlp | pg-validate | calibrate-tlb | window | cpi-dyn | share) TIMING=${TIMING:-calibrated} ;;
 *) TIMING=${TIMING:-legacy} ;;
 esac
 case $TIMING in
@@ -545,8 +552,33 @@ do_cpi_dyn() {
 		--cmd "$(envs CAL_CPI_DYN)benchmarks/llcsim/run.sh cpi-dyn${2:+ $2}"
 }
 
+# The share of the LLC a stream leaves a resident chase: memload's native
+# chases (over 4) alone and beside a 256 MiB stream on the other vCPU, one
+# guest run per replacement policy of SHARE_REPL; scripts/share.py compares
+# the co-run slowdowns with the native ones.  No PostgreSQL: where
+# pg-validate overshoots, this says whether the cache model alone does.
+do_share() {
+	local passes=${SHARE_PASSES:-20} list= tag=800 kib p runs=() repl
+	[ "$(llc_kib)" = 2048 ] || { log "share: LLC_SIZE must be 2M (the native 8 MB share over 4)"; exit 2; }
+	[ $QUICK = 1 ] && passes=4
+	for kib in 512 1024 2048 65536; do
+		p=$passes
+		[ $kib = 65536 ] && p=1
+		list+=" llcsim:run:chase/$kib/$p/thp:$tag llcsim:pair:chase/$kib/$p/thp:stream/262144/0:$((tag + 1)):$((tag + 2))"
+		tag=$((tag + 3))
+	done
+	for repl in ${SHARE_REPL:-lru random}; do
+		read -r serial simout rc secs < <(REPL=$repl MEM=1024 boot "share-$repl" "$list" "${BOOT_TIMEOUT:-1800}")
+		runs+=(--run "$repl" "$serial" "$simout" "$rc" "$secs")
+	done
+	mkdir -p "$results"
+	"$py" "$here/scripts/share.py" --native "$native_cal_memload" "${runs[@]}" --out "$results/llcsim-stream-share.md" \
+		--cmd "$(envs SHARE_REPL SHARE_PASSES)benchmarks/llcsim/run.sh share${2:+ $2}"
+}
+
 case "${1:-}" in
 build) do_build ;;
+share) do_build; do_share "$@" ;;
 window) do_build; do_window "$@" ;;
 cpi-dyn) do_build; do_cpi_dyn "$@" ;;
 calibrate-tlb) do_build; do_calibrate_tlb "$@" ;;
