@@ -55,7 +55,8 @@
 #             PostgreSQL: native/memload.py's chases of 2, 4, 8 and 256 MiB
 #             alone and beside a stream on the other vCPU
 #             (calibration/native-memload.json) against the same over 4 in
-#             the guest, with LRU and with random replacement (SHARE_REPL);
+#             the guest beside a stream that writes each line back, as
+#             natively, with LRU and random replacement (SHARE_REPL);
 #             writes docs/results/llcsim-stream-share.md
 #   table2    Table 2 / Figure 5 experiment; writes docs/results/llcsim-table2.md
 #   pg-fig2   Figure 2 with PostgreSQL in the guest (the test box image of
@@ -564,7 +565,7 @@ do_share() {
 	for kib in 512 1024 2048 65536; do
 		p=$passes
 		[ $kib = 65536 ] && p=1
-		list+=" llcsim:run:chase/$kib/$p/thp:$tag llcsim:pair:chase/$kib/$p/thp:stream/262144/0:$((tag + 1)):$((tag + 2))"
+		list+=" llcsim:run:chase/$kib/$p/thp:$tag llcsim:pair:chase/$kib/$p/thp:stream/262144/0/thp/rw:$((tag + 1)):$((tag + 2))"
 		tag=$((tag + 3))
 	done
 	for repl in ${SHARE_REPL:-lru random}; do

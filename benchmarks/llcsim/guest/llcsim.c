@@ -45,6 +45,8 @@
  *            transparent huge pages: 2 MiB aligned, MADV_HUGEPAGE (`time`
  *            does this for every SPEC)
  *   4k       the data on 4 KiB pages (MADV_NOHUGEPAGE), `time` too
+ *   rw       stream: increment its word of each line (a read and a write
+ *            back, as mccdb_bench/stream_antagonist.c does) instead of reading it
  * Output lines: "LLCSIM-RUN tag=.. role=.. spec=.. units=.. cpu=.." and
  * "LLCSIM-COLORS ..." (colours actually found through /proc/self/pagemap).
  */
@@ -82,6 +84,7 @@ struct work {
 	unsigned long rmask;	/* rg=: the group's L3 mask */
 	int cpu;	/* cpu=: vCPU, -1 = the role's default */
 	int pages;	/* thp: 1, 4k: 2, 0: as the command says */
+	int rw;		/* stream: write each line back (rw) */
 	const char *spec;
 	/* data */
 	void **chase; size_t nlines; void **cur;
@@ -189,6 +192,8 @@ static void parse_spec(struct work *w, const char *spec)
 			w->pages = 1;
 		} else if (!strcmp(tok, "4k")) {
 			w->pages = 2;
+		} else if (!strcmp(tok, "rw")) {
+			w->rw = 1;
 		} else if (i == 1) {
 			w->a = atol(tok);
 		} else if (i == 2) {
@@ -324,7 +329,10 @@ static void step(struct work *w, long units)
 		uint64_t s = w->sink;
 		size_t pos = w->pos;
 		for (u = 0; u < units; u++) {
-			s += w->stream[pos];
+			if (w->rw)
+				s += ++w->stream[pos];
+			else
+				s += w->stream[pos];
 			pos += 8;
 			if (pos >= w->nwords)
 				pos = 0;

@@ -7,8 +7,8 @@ chase over 2, 4, 8 and 256 MiB alone and beside stream_antagonist on the
 other vCPU, in alternating pairs; ratio = beside / alone per pair.  Guest
 (one run per replacement policy, --run REPL SERIAL SIM RC SECS): the same
 chases over 4 (the simulated LLC is the native 8 MB share over 4) alone
-(`llcsim run`) and beside the guest program's 256 MiB stream (`llcsim
-pair`); slowdown = the victim's modeled cycles a load beside over alone.
+(`llcsim run`) and beside the guest program's 256 MiB stream that
+writes each line back (`llcsim pair`, stream/262144/0/thp/rw); slowdown = the victim's modeled cycles a load beside over alone.
 A size agrees when the simulated slowdown lies within 30% of the native
 median or inside the native pairs' range.  Exit 1 only when a guest run is
 unsound (it failed, or a chase is missing).
@@ -79,8 +79,8 @@ def main(argv=None):
          f'- Guest: LLC {int(c.get("llc", "0/0").split("/")[0]) >> 10} KiB {c.get("llc", "0/0").split("/")[1]}-way, '
          f'L2 {int(c.get("l2", "0/0").split("/")[0]) >> 10} KiB, the calibrated timing (cpi {c.get("cpi")}, rob '
          f'{c.get("rob")}, mshr {c.get("mshr")}, pf {c.get("pf")}, bw_peak {c.get("bw_peak")}, dtlb {c.get("dtlb")}); '
-         'chases on THP, the stream (one load a line, read only; natively stream_antagonist reads and writes '
-         'every line of 1 GiB) over 256 MiB.',
+         'chases and the stream on THP; the stream increments a word of each line of 256 MiB (natively '
+         'stream_antagonist does so over 1 GiB).',
          *[f'- Guest run `{repl}`: {secs} s, boot-test exit {rc}; '
            + '; '.join(ln.lstrip('- ').rstrip('.') for ln in
                        analyze.guard_lines(argparse.Namespace(serial=serial)).splitlines())
