@@ -328,14 +328,29 @@ static void step(struct work *w, long units)
 	case K_STREAM: {
 		uint64_t s = w->sink;
 		size_t pos = w->pos;
-		for (u = 0; u < units; u++) {
-			if (w->rw)
-				s += ++w->stream[pos];
-			else
+		if (w->rw) {
+			/* stream_antagonist's loop: an increment a line, the
+			 * wrap tested once a run, not at every line */
+			for (u = 0; u < units;) {
+				long run = (long)((w->nwords - pos + 7) / 8);
+				volatile uint64_t *p = w->stream + pos, *end;
+
+				if (run > units - u)
+					run = units - u;
+				for (end = p + 8 * run; p < end; p += 8)
+					++*p;
+				u += run;
+				pos += 8 * (size_t)run;
+				if (pos >= w->nwords)
+					pos = 0;
+			}
+		} else {
+			for (u = 0; u < units; u++) {
 				s += w->stream[pos];
-			pos += 8;
-			if (pos >= w->nwords)
-				pos = 0;
+				pos += 8;
+				if (pos >= w->nwords)
+					pos = 0;
+			}
 		}
 		w->pos = pos;
 		w->sink = s;
