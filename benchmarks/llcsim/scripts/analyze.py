@@ -106,6 +106,14 @@ def sh(cmd):
         return '?'
 
 
+def per_unit(d, tag, field='u_cycles'):
+    """A dump field of tag over the units its LLCSIM-RUN line reports, or
+    None when either is missing."""
+    x, run = d['dumps'].get(tag), d['runs'].get(tag, {})
+    units = int(run.get('units', 0) or 0)
+    return x[field] / units if x and units and field in x else None
+
+
 def guard_lines(args):
     """The quiet-machine guard's record of the guest run (run.sh boot writes
     NAME.guard.md beside NAME.serial.log)."""

@@ -439,9 +439,7 @@ def window_main(argv):
     ks, ct, gt = nw['ks'], nw['sim']['chase_tag'], nw['sim']['gap_tag']
 
     def per_unit(tag, field):
-        x, run = d['dumps'].get(tag), d['runs'].get(tag, {})
-        units = int(run.get('units', 0) or 0)
-        return x[field] / units if x and units and field in x else None
+        return analyze.per_unit(d, tag, field)
 
     main = {k: per_unit(gt + i, 'u_cycles') for i, k in enumerate(ks)}
     chase = per_unit(ct, 'u_cycles')

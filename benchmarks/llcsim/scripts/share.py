@@ -14,6 +14,7 @@ median or inside the native pairs' range.  Exit 1 only when a guest run is
 unsound (it failed, or a chase is missing).
 """
 import argparse
+import json
 import os
 import sys
 
@@ -30,18 +31,11 @@ def sim_kib(native_kib):
     return native_kib // 4
 
 
-def per_load(d, tag):
-    """Modeled user cycles a load of the chase measured under tag, or None."""
-    x, run = d['dumps'].get(tag), d['runs'].get(tag, {})
-    units = int(run.get('units', 0) or 0)
-    return x['u_cycles'] / units if x and units and 'u_cycles' in x else None
-
-
 def slowdowns(d):
     """native KiB -> (alone cycles a load, beside, beside / alone) of a guest run."""
     out = {}
     for i, kib in enumerate(SIZES_KIB):
-        alone, beside = per_load(d, TAG0 + 3 * i), per_load(d, TAG0 + 3 * i + 1)
+        alone, beside = analyze.per_unit(d, TAG0 + 3 * i), analyze.per_unit(d, TAG0 + 3 * i + 1)
         out[kib] = (alone, beside, beside / alone if alone and beside else None)
     return out
 
@@ -60,7 +54,6 @@ def main(argv=None):
     ap.add_argument('--out', required=True)
     ap.add_argument('--cmd', default='benchmarks/llcsim/run.sh share')
     a = ap.parse_args(argv)
-    import json
     with open(a.native) as f:
         nat = json.load(f)
     runs = []
