@@ -559,15 +559,10 @@ do_cpi_dyn() {
 # the co-run slowdowns with the native ones.  No PostgreSQL: where
 # pg-validate overshoots, this says whether the cache model alone does.
 do_share() {
-	local passes=${SHARE_PASSES:-20} list= tag=800 kib p runs=() repl
+	local passes=${SHARE_PASSES:-20} list runs=() repl
 	[ "$(llc_kib)" = 2048 ] || { log "share: LLC_SIZE must be 2M (the native 8 MB share over 4)"; exit 2; }
 	[ $QUICK = 1 ] && passes=4
-	for kib in 512 1024 2048 65536; do
-		p=$passes
-		[ $kib = 65536 ] && p=1
-		list+=" llcsim:run:chase/$kib/$p/thp:$tag llcsim:pair:chase/$kib/$p/thp:stream/262144/0/thp/rw:$((tag + 1)):$((tag + 2))"
-		tag=$((tag + 3))
-	done
+	list=$("$py" "$here/scripts/share.py" --sim-list "$passes")
 	for repl in ${SHARE_REPL:-lru random}; do
 		read -r serial simout rc secs < <(REPL=$repl MEM=1024 boot "share-$repl" "$list" "${BOOT_TIMEOUT:-1800}")
 		runs+=(--run "$repl" "$serial" "$simout" "$rc" "$secs")

@@ -59,3 +59,13 @@ def test_an_unsound_run_fails(tmp_path):
     for kw in ({"rc": 1}, {"drop": 804}):
         p, page = run(tmp_path, guest(tmp_path, "lru", ok, **kw))
         assert p.returncode == 1, kw
+
+
+def test_the_guest_list_is_the_one_the_page_reads():
+    """share.py --sim-list: per size the chase alone and beside the rw stream, under the tags slowdowns() reads."""
+    out = subprocess.run([sys.executable, str(SHARE), "--sim-list", "20"], capture_output=True, text=True, check=True)
+    items = out.stdout.split()
+    assert items[:2] == ["llcsim:run:chase/512/20/thp:800",
+                         "llcsim:pair:chase/512/20/thp:stream/262144/0/thp/rw:801:802"]
+    assert items[-1] == "llcsim:pair:chase/65536/1/thp:stream/262144/0/thp/rw:810:811"
+    assert len(items) == 2 * len(KIBS)

@@ -40,6 +40,18 @@ def slowdowns(d):
     return out
 
 
+def sim_list(passes):
+    """run.sh share's guest list: per size the chase alone (TAG0 + 3i) and
+    beside the stream (victim TAG0 + 3i + 1, aggressor + 2); one pass over
+    the DRAM-sized chase."""
+    out = []
+    for i, kib in enumerate(SIZES_KIB):
+        tag, p = TAG0 + 3 * i, 1 if kib == SIZES_KIB[-1] else passes
+        chase = f'chase/{sim_kib(kib)}/{p}/thp'
+        out += [f'llcsim:run:{chase}:{tag}', f'llcsim:pair:{chase}:stream/262144/0/thp/rw:{tag + 1}:{tag + 2}']
+    return ' '.join(out)
+
+
 def agrees(sim, nat):
     """Within LIMIT of the native median or inside the native pairs' range."""
     r = nat['ratio']
@@ -48,12 +60,17 @@ def agrees(sim, nat):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('--native', required=True, help='calibration/native-memload.json')
-    ap.add_argument('--run', nargs=5, action='append', required=True,
-                    metavar=('REPL', 'SERIAL', 'SIM', 'RC', 'SECS'))
-    ap.add_argument('--out', required=True)
+    ap.add_argument('--sim-list', type=int, metavar='PASSES', help='print the guest list (chase passes) and exit')
+    ap.add_argument('--native', help='calibration/native-memload.json')
+    ap.add_argument('--run', nargs=5, action='append', metavar=('REPL', 'SERIAL', 'SIM', 'RC', 'SECS'))
+    ap.add_argument('--out')
     ap.add_argument('--cmd', default='benchmarks/llcsim/run.sh share')
     a = ap.parse_args(argv)
+    if a.sim_list:
+        print(sim_list(a.sim_list))
+        return 0
+    if not (a.native and a.run and a.out):
+        ap.error('--native, --run and --out are required (or --sim-list)')
     with open(a.native) as f:
         nat = json.load(f)
     runs = []
