@@ -52,12 +52,12 @@
 #             a grid of CPIs); writes CPI_DYN into calibration/profile.env
 #             and the section of docs/results/llcsim-calibration.md
 #   share     the LLC a stream leaves a resident working set, without
-#             PostgreSQL: native/memload.py's chases of 2, 4, 8 and 256 MiB
-#             alone and beside a stream on the other vCPU
-#             (calibration/native-memload.json) against the same over 4 in
+#             PostgreSQL: native/memload.py's chases of 2-16 MiB alone and
+#             beside a stream on the other vCPU, pairs whose vCPUs shared an
+#             L3 (calibration/native-share.json) against the same over 4 in
 #             the guest beside a stream that writes each line back, as
-#             natively, with LRU and random replacement (SHARE_REPL);
-#             writes docs/results/llcsim-stream-share.md
+#             natively, per variant of SHARE_VARIANTS (LLC_REPL/LLC_SIZE/
+#             LLC_WAYS/LAT_LLC); writes docs/results/llcsim-stream-share.md
 #   table2    Table 2 / Figure 5 experiment; writes docs/results/llcsim-table2.md
 #   pg-fig2   Figure 2 with PostgreSQL in the guest (the test box image of
 #             scripts/testbox/mkimage.sh, TPC-H SF $PG_TPCH): TPC-H queries
@@ -77,11 +77,14 @@
 #   all       build unit validate table2
 #
 # Environment: LLC_SIZE (2M) LLC_WAYS (16) L2_SIZE (256K) L2_WAYS (8)
-#   L1_SIZE (32K) L1_WAYS (8) REPL (lru) COLORS (32, kernel page_colors=)
+#   L1_SIZE (32K) L1_WAYS (8) REPL (lru: lru, random or srrip) LLC_REPL (= REPL:
+#   the LLC's) COLORS (32, kernel page_colors=)
 #   MEM (1024 MiB) BOOT_TIMEOUT (s) JOBS (2) TABLE2_REPS (3)
 #   SYNC (10000: modeled-time quantum in cycles between the vCPUs, 0 = off)
 #   PG_TPCH (0.05) PG_QUERIES (q01,q03,q05,q06,q08,q09,q18,q20,q21)
 #   PG_COLORS (32,16,8,4,2) PG_HASH (25,20) PG_INDEX (12,8) PG_REPS (3)
+#   LAT_L2 (12) LAT_LLC (40): modeled cycles of an L2 hit and of an LLC hit
+#   (a miss to memory costs 200: the cycle is defined by it)
 #   LAT_SEQ (20: cycles of an LLC miss to the line after a recent miss, i.e. a
 #   prefetched stream; 200 = every miss costs the memory latency)
 #   KERNEL_BUILD (1; 0 = boot the guest kernel already built, even one
@@ -107,7 +110,7 @@
 #   (plugin/tlb.h; fitted by calibrate-tlb); with DTLB set, the mlp loops
 #   run on transparent huge pages (/thp), as natively
 #   TIMING (legacy; mlp, pg-validate, calibrate-tlb, window, cpi-dyn: calibrated): calibrated = CPI, CPI_DYN, ROB, MSHR,
-#   PF, PF_XLAT, LAT_SEQ, BW_PEAK, BW_UMAX and the TLB's from calibration/profile.env
+#   PF, PF_XLAT, LAT_SEQ, LAT_L2, LAT_LLC, BW_PEAK, BW_UMAX and the TLB's from calibration/profile.env
 #   (run.sh calibrate's, calibrate-bw's and calibrate-tlb's fits) for those not
 #   set, and ROB_MLP/ROB_PG = its ROB; legacy = the defaults above, the timing
 #   of the pages made before the calibration (no bandwidth term, no TLBs)
@@ -122,6 +125,7 @@ py=$repo/.venv/bin/python3
 profile=$here/calibration/profile.env
 native_cal=$here/calibration/native-mlp.json
 native_cal_memload=$here/calibration/native-memload.json
+native_cal_share=$here/calibration/native-share.json
 
 case ${1:-} in
 mlp | pg-validate | calibrate-tlb | window | cpi-dyn | share) TIMING=${TIMING:-calibrated} ;;
@@ -131,7 +135,7 @@ case $TIMING in
 calibrated)
 	while IFS='=' read -r k v; do
 		case $k in
-		CPI | CPI_DYN | ROB | MSHR | PF | PF_XLAT | LAT_SEQ | BW_PEAK | BW_UMAX | \
+		CPI | CPI_DYN | ROB | MSHR | PF | PF_XLAT | LAT_SEQ | LAT_L2 | LAT_LLC | BW_PEAK | BW_UMAX | \
 			DTLB | DTLB_WAYS | STLB | STLB_WAYS | LAT_STLB | LAT_WALK) [ -n "${!k+x}" ] || declare "$k=$v" ;;
 		esac
 	done <"$profile"
@@ -154,8 +158,8 @@ esac
 LLC_SIZE=${LLC_SIZE:-2M} LLC_WAYS=${LLC_WAYS:-16}
 L2_SIZE=${L2_SIZE:-256K} L2_WAYS=${L2_WAYS:-8}
 L1_SIZE=${L1_SIZE:-32K} L1_WAYS=${L1_WAYS:-8}
-REPL=${REPL:-lru} COLORS=${COLORS:-32} MEM=${MEM:-1024}
-SYNC=${SYNC:-10000} LAT_SEQ=${LAT_SEQ:-20}
+REPL=${REPL:-lru} LLC_REPL=${LLC_REPL:-$REPL} COLORS=${COLORS:-32} MEM=${MEM:-1024}
+SYNC=${SYNC:-10000} LAT_SEQ=${LAT_SEQ:-20} LAT_L2=${LAT_L2:-12} LAT_LLC=${LAT_LLC:-40}
 ROB=${ROB:-0} MSHR=${MSHR:-24} CPI=${CPI:-1} CPI_DYN=${CPI_DYN:-$CPI}
 PF=${PF:-0} PF_XLAT=${PF_XLAT:-16}
 BW_PEAK=${BW_PEAK:-0} BW_UMAX=${BW_UMAX:-0.9}
@@ -216,7 +220,7 @@ boot() {
 	[ -n "${4:-}" ] ||
 		"$kp/scripts/mkinitramfs.sh" -o "$initrd" -t "$build/guest" -T "${PROG_TIMEOUT:-600}" -l "$list" >&2
 	local parg="$build/libllcsim.so,llc=$LLC_SIZE,llc_ways=$LLC_WAYS,l2=$L2_SIZE,l2_ways=$L2_WAYS"
-	parg+=",l1=$L1_SIZE,l1_ways=$L1_WAYS,line=64,repl=$REPL,sync=$SYNC,lat_seq=$LAT_SEQ,out=$simout"
+	parg+=",l1=$L1_SIZE,l1_ways=$L1_WAYS,line=64,repl=$REPL,llc_repl=$LLC_REPL,sync=$SYNC,lat_seq=$LAT_SEQ,lat_l2=$LAT_L2,lat_llc=$LAT_LLC,out=$simout"
 	parg+=",llc_domains=$LLC_DOMAINS,cpi=$CPI,cpi_dyn=$CPI_DYN,pf=$PF,pf_xlat=$PF_XLAT,bw_peak=$BW_PEAK,bw_umax=$BW_UMAX"
 	[ "$DTLB" = 0 ] ||
 		parg+=",dtlb=$DTLB,dtlb_ways=$DTLB_WAYS,stlb=$STLB,stlb_ways=$STLB_WAYS,lat_stlb=$LAT_STLB,lat_walk=$LAT_WALK"
@@ -554,22 +558,27 @@ do_cpi_dyn() {
 }
 
 # The share of the LLC a stream leaves a resident chase: memload's native
-# chases (over 4) alone and beside a 256 MiB stream on the other vCPU, one
-# guest run per replacement policy of SHARE_REPL; scripts/share.py compares
-# the co-run slowdowns with the native ones.  No PostgreSQL: where
-# pg-validate overshoots, this says whether the cache model alone does.
+# chases (calibration/native-share.json, over 4) alone and beside a 256 MiB
+# stream on the other vCPU, one guest run per variant of SHARE_VARIANTS
+# (LLC_REPL/LLC_SIZE/LLC_WAYS/LAT_LLC; the private levels keep REPL); scripts/share.py compares alone
+# latencies and co-run slowdowns with the native same-L3 pairs.  No
+# PostgreSQL: where pg-validate overshoots, this says whether the cache
+# model alone does.
 do_share() {
-	local passes=${SHARE_PASSES:-20} list runs=() repl
-	[ "$(llc_kib)" = 2048 ] || { log "share: LLC_SIZE must be 2M (the native 8 MB share over 4)"; exit 2; }
+	local passes=${SHARE_PASSES:-20} list runs=() v repl llc ways lat
 	[ $QUICK = 1 ] && passes=4
-	list=$("$py" "$here/scripts/share.py" --sim-list "$passes")
-	for repl in ${SHARE_REPL:-lru random}; do
-		read -r serial simout rc secs < <(REPL=$repl MEM=1024 boot "share-$repl" "$list" "${BOOT_TIMEOUT:-1800}")
-		runs+=(--run "$repl" "$serial" "$simout" "$rc" "$secs")
+	list=$("$py" "$here/scripts/share.py" --native "$native_cal_share" --sim-list "$passes")
+	for v in ${SHARE_VARIANTS:-lru/2M/16/40 random/2M/16/40}; do
+		IFS=/ read -r repl llc ways lat <<<"$v"
+		[ -n "$lat" ] || { log "share: variant $v is not REPL/LLC_SIZE/LLC_WAYS/LAT_LLC"; exit 2; }
+		read -r serial simout rc secs < <(LLC_REPL=$repl LLC_SIZE=$llc LLC_WAYS=$ways LAT_LLC=$lat MEM=1024 \
+			boot "share-${v//\//-}" "$list" "${BOOT_TIMEOUT:-1800}")
+		runs+=(--run "$v" "$serial" "$simout" "$rc" "$secs")
 	done
 	mkdir -p "$results"
-	"$py" "$here/scripts/share.py" --native "$native_cal_memload" "${runs[@]}" --out "$results/llcsim-stream-share.md" \
-		--cmd "$(envs SHARE_REPL SHARE_PASSES)benchmarks/llcsim/run.sh share${2:+ $2}"
+	"$py" "$here/scripts/share.py" --native "$native_cal_share" --memload "$native_cal_memload" "${runs[@]}" \
+		--out "$results/llcsim-stream-share.md" \
+		--cmd "$(envs SHARE_VARIANTS SHARE_PASSES)benchmarks/llcsim/run.sh share${2:+ $2}"
 }
 
 case "${1:-}" in

@@ -15,6 +15,12 @@ measured loop runs alone), every pair behind the quiet-machine guard:
           alone and beside the same loop on the other vCPU: slower beside
           means the two vCPUs share a physical core (SMT siblings)
 
+With --placement every pair also records, just before and after it, the
+ns a cache line takes to go from one vCPU to the other and back (bwload.c
+pingpong): the host schedules each vCPU on a core of its choosing, and a
+pair whose vCPUs sat in different L3s (another CCX) shares no LLC.
+--only chase skips the stream and smt measurements.
+
 Writes JSON (--out; benchmarks/llcsim/calibration/native-memload.json is
 the committed one) with every run, medians and min-max, the guard's record
 and the command; scripts/calibrate.py bandwidth fits the term from it.
@@ -84,21 +90,34 @@ def summary(xs):
     return {"median": round(statistics.median(xs), 4), "min": round(min(xs), 4), "max": round(max(xs), 4)}
 
 
-def paired(guard, say, label, measure, corunner, pairs):
-    """pairs x (alone, beside corunner) of measure(); per-pair ratios."""
-    alone, beside = [], []
+def pingpong_ns(exe, cpus, n=100000):
+    """ns a cache line takes from one vCPU of cpus to the other and back."""
+    return float(run_pinned([exe, "pingpong", *cpus, n], None).split()[1])
+
+
+def paired(guard, say, label, measure, corunner, pairs, placement=None):
+    """pairs x (alone, beside corunner) of measure(); per-pair ratios;
+    with placement (a callable), its value before and after each pair."""
+    alone, beside, where = [], [], []
     for i in range(pairs):
         with guard.measuring(f"{label}, pair {i + 1}"):
+            before = placement() if placement else None
             alone.append(measure())
             corunner.start()
             try:
                 beside.append(measure())
             finally:
                 corunner.stop()
-        say(f"  {label} pair {i + 1}: alone {alone[-1]:.4g}, beside {beside[-1]:.4g}")
+            if placement:
+                where.append([before, placement()])
+        say(f"  {label} pair {i + 1}: alone {alone[-1]:.4g}, beside {beside[-1]:.4g}"
+            + (f", pingpong {where[-1][0]:.0f}/{where[-1][1]:.0f} ns" if placement else ""))
     ratio = [b / a for a, b in zip(alone, beside)]
-    return {"alone": alone, "beside": beside, "alone_s": summary(alone), "beside_s": summary(beside),
-            "ratio": summary(ratio)}
+    out = {"alone": alone, "beside": beside, "alone_s": summary(alone), "beside_s": summary(beside),
+           "ratio": summary(ratio)}
+    if placement:
+        out["pingpong"] = where
+    return out
 
 
 def main(argv=None):
@@ -112,6 +131,9 @@ def main(argv=None):
     ap.add_argument("--stream-secs", type=float, default=2.0)
     ap.add_argument("--alu-iters", type=int, default=500000000)
     ap.add_argument("--cpus", default="0,1", help="CPU of the measured loop, CPU of the co-runner")
+    ap.add_argument("--placement", action="store_true",
+                    help="record the vCPU-to-vCPU cache-line round trip before and after each pair")
+    ap.add_argument("--only", choices=["chase"], help="only the chase measurements")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--no-guard", action="store_true", help="skip the quiet-machine guard (tests only)")
     a = ap.parse_args(argv)
@@ -126,16 +148,23 @@ def main(argv=None):
         bw = llc_knee.build(tmp, BWLOAD)
         notes = set()
         stream = Stream(llc_knee.build(tmp, STREAM_SOURCE), a.stream_mib, cpu_c, notes)
+        where = (lambda: pingpong_ns(bw, (cpu_t, cpu_c))) if a.placement else None
         try:
             for kib in (int(x) for x in a.chase_kib.split(",")):
                 out["chase"][str(kib)] = paired(guard, say, f"chase {kib} KiB ns/load",
                                                 lambda: chase_ns(knee, kib, a.chase_accesses, cpu_t),
-                                                stream, a.pairs)
-            out["stream"] = paired(guard, say, "stream lines/ns",
-                                   lambda: stream_lines_per_ns(bw, a.stream_mib, a.stream_secs, cpu_t),
-                                   stream, a.pairs)
+                                                stream, a.pairs, where)
+            if a.only != "chase":
+                out["stream"] = paired(guard, say, "stream lines/ns",
+                                       lambda: stream_lines_per_ns(bw, a.stream_mib, a.stream_secs, cpu_t),
+                                       stream, a.pairs, where)
         finally:
             stream.close()
+        if a.only == "chase":
+            write_json(a.out, dict(out, what="llc_knee.c's chase (ns per load) alone and beside "
+                                   "stream_antagonist.c on the other vCPU (alternating pairs)",
+                                   pinning=sorted(notes)), t0, load0, guard, "memload.py", argv, say)
+            return 0
         co = Spinner([bw, "alu", 1 << 62], cpu_c)
         try:
             out["smt_alu"] = paired(guard, say, "ALU ns/iteration", lambda: alu_ns(bw, a.alu_iters, cpu_t),

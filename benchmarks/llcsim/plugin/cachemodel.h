@@ -8,8 +8,12 @@
  *     fed physical addresses; no slice hashing.
  *   - a lookup that misses allocates the line (write-allocate; loads and
  *     stores are treated alike, dirty state and write-backs are not modelled).
- *   - replacement: true LRU (each set kept in MRU..LRU order) or random
- *     (xorshift64, an invalid way first).
+ *   - replacement: true LRU (each set kept in MRU..LRU order), random
+ *     (xorshift64, an invalid way first) or SRRIP (Jaleel et al., ISCA
+ *     2010: a 2-bit re-reference prediction value per line, a fill at 2, a
+ *     hit at 0, the victim the first way at 3, all ways aged until one is).
+ *     SRRIP keeps lines that are hit beside a stream whose lines never are,
+ *     which LRU and random replacement do not (scan resistance).
  *   - way partitioning, as Intel CAT / AMD L3 QoS do it: an access may hit
  *     in any way, but a miss fills only a way of the accessor's way mask
  *     (cm_access_ways()); the LRU line among those ways is the victim.
@@ -25,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum cm_repl { CM_LRU = 0, CM_RANDOM = 1 };
+enum cm_repl { CM_LRU = 0, CM_RANDOM = 1, CM_SRRIP = 2 };
 
 struct cm_cache {
 	uint64_t size;		/* bytes */
@@ -35,19 +39,24 @@ struct cm_cache {
 	uint32_t line_shift;
 	uint32_t set_mask;
 	enum cm_repl repl;
-	/* sets * ways entries; entry = (line number + 1) | way << CM_WAY_SHIFT,
-	 * line number + 1 = 0: invalid.  For LRU, slot 0 of a set is the MRU
-	 * line, slot ways-1 the LRU line, and the way is the physical way the
-	 * line sits in; for random replacement slot w is way w. */
+	/* sets * ways entries; entry = (line number + 1) | way << CM_WAY_SHIFT
+	 * | RRPV << CM_RRPV_SHIFT, line number + 1 = 0: invalid.  For LRU,
+	 * slot 0 of a set is the MRU line, slot ways-1 the LRU line, and the
+	 * way is the physical way the line sits in; for random and SRRIP
+	 * replacement slot w is way w (RRPV: SRRIP only). */
 	uint64_t *tags;
 };
 
 #define CM_WAY_SHIFT 56
+#define CM_RRPV_SHIFT 62
 #define CM_TAG_MASK ((1ULL << CM_WAY_SHIFT) - 1)
+#define CM_RRPV_MAX 3ULL		/* 2 bits: 3 = distant, the victim */
+#define CM_RRPV_FILL 2ULL		/* SRRIP's "long" re-reference on a fill */
 #define CM_MAX_WAYS 64
 #define CM_ALL_WAYS (~0ULL)
 
-static inline uint32_t cm_way_of(uint64_t entry) { return (uint32_t)(entry >> CM_WAY_SHIFT); }
+static inline uint32_t cm_way_of(uint64_t entry) { return (uint32_t)(entry >> CM_WAY_SHIFT) & 63; }
+static inline uint64_t cm_rrpv_of(uint64_t entry) { return entry >> CM_RRPV_SHIFT; }
 static inline uint64_t cm_tag_of(uint64_t entry) { return entry & CM_TAG_MASK; }
 
 static inline int cm_is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
@@ -106,6 +115,39 @@ static inline uint64_t cm_xorshift(uint64_t *s)
 }
 
 /*
+ * SRRIP on one set (slot w = way w): a hit sets the line's RRPV to 0; a miss
+ * fills an invalid way of the mask, else the first way of the mask at
+ * CM_RRPV_MAX, ageing the mask's lines by one until there is one, at
+ * CM_RRPV_FILL.  Lines outside the mask are not aged (CAT: a partition's
+ * fills do not age another's lines).
+ */
+static inline int cm_access_srrip(uint64_t *set, uint32_t n, uint64_t tag, uint64_t ways)
+{
+	uint32_t w;
+
+	for (w = 0; w < n; w++) {
+		if (cm_tag_of(set[w]) == tag) {
+			set[w] &= ~(CM_RRPV_MAX << CM_RRPV_SHIFT);
+			return 1;
+		}
+	}
+	for (w = 0; w < n; w++)
+		if ((ways >> w & 1) && !cm_tag_of(set[w]))
+			goto fill;
+	for (;;) {
+		for (w = 0; w < n; w++)
+			if ((ways >> w & 1) && cm_rrpv_of(set[w]) == CM_RRPV_MAX)
+				goto fill;
+		for (w = 0; w < n; w++)
+			if (ways >> w & 1)
+				set[w] += 1ULL << CM_RRPV_SHIFT;
+	}
+fill:
+	set[w] = CM_RRPV_FILL << CM_RRPV_SHIFT | (uint64_t)w << CM_WAY_SHIFT | tag;
+	return 0;
+}
+
+/*
  * Access addr; a miss may fill only a way in `ways` (bit w = way w; bits
  * beyond the cache's ways are ignored, and a mask with none of its ways
  * means all of them).  Returns 1 on a hit, 0 on a miss (the line is then
@@ -149,6 +191,8 @@ static inline int cm_access_ways(struct cm_cache *c, uint64_t addr, uint64_t *rn
 		set[0] = e;
 		return 0;
 	}
+	if (c->repl == CM_SRRIP)
+		return cm_access_srrip(set, n, tag, ways);
 	for (w = 0; w < n; w++)
 		if (cm_tag_of(set[w]) == tag)
 			return 1;

@@ -39,7 +39,8 @@
  *   llc=2M llc_ways=16 l2=256K l2_ways=8 (l2=0: no L2) l1=32K l1_ways=8
  *   llc_domains=N: N last-level caches of llc= each, vCPU i using number
  *     i * N / vcpus (4 vCPUs, N=2: vCPUs 0-1 share one, 2-3 the other)
- *   line=64 repl=lru|random seed=1 out=FILE (default stderr)
+ *   line=64 repl=lru|random|srrip (every level) llc_repl=lru|random|srrip
+ *     (the LLC's, default repl's) seed=1 out=FILE (default stderr)
  *   sim=always|tagged (tagged: skip accesses of vCPUs whose tag is 0)
  *   cpi=1.0 lat_l2=12 lat_llc=40 lat_mem=200 (timing model, printed cycles;
  *     cpi: the cost of an instruction that does not miss the L1, fractional)
@@ -167,11 +168,25 @@ struct vcpu {
 	char pad[64];
 };
 
+static const char *const repl_name[] = { [CM_LRU] = "lru", [CM_RANDOM] = "random", [CM_SRRIP] = "srrip" };
+
+/* "lru", "random" or "srrip" into *r; -1 for anything else */
+static int parse_repl(const char *val, enum cm_repl *r)
+{
+	for (size_t i = 0; i < sizeof(repl_name) / sizeof(repl_name[0]); i++) {
+		if (!strcmp(val, repl_name[i])) {
+			*r = (enum cm_repl)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
 static struct {
 	uint64_t l1, l2, llc;
 	uint32_t l1_ways, l2_ways, llc_ways, line;
 	unsigned int llc_domains;
-	enum cm_repl repl;
+	enum cm_repl repl, llc_repl;	/* llc_repl: the LLC's (default: repl) */
 	uint64_t seed;
 	bool tagged;
 	double cpi, cpi_dyn, lat_l2, lat_llc, lat_mem, lat_seq;
@@ -187,7 +202,7 @@ static struct {
 } cfg = {
 	.l1 = 32 << 10, .l2 = 256 << 10, .llc = 2 << 20,
 	.l1_ways = 8, .l2_ways = 8, .llc_ways = 16, .line = 64,
-	.repl = CM_LRU, .seed = 1, .tagged = false,
+	.repl = CM_LRU, .llc_repl = (enum cm_repl)-1, .seed = 1, .tagged = false,
 	.cpi = 1.0, .lat_l2 = 12, .lat_llc = 40, .lat_mem = 200, .lat_seq = -1,
 	.mshr = 10, .llc_domains = 1,
 	.pf = 0, .pf_streams = 16, .pf_xlat = 16,
@@ -705,15 +720,10 @@ static int parse_arg(const char *a)
 			cfg.llc_domains <= MAX_DOMAINS ? 0 : -1;
 	if (!strcmp(key, "line"))
 		return (cfg.line = (uint32_t)cm_parse_size(val)) ? 0 : -1;
-	if (!strcmp(key, "repl")) {
-		if (!strcmp(val, "lru"))
-			cfg.repl = CM_LRU;
-		else if (!strcmp(val, "random"))
-			cfg.repl = CM_RANDOM;
-		else
-			return -1;
-		return 0;
-	}
+	if (!strcmp(key, "repl"))
+		return parse_repl(val, &cfg.repl);
+	if (!strcmp(key, "llc_repl"))
+		return parse_repl(val, &cfg.llc_repl);
 	if (!strcmp(key, "seed"))
 		return (cfg.seed = strtoull(val, NULL, 0)) ? 0 : -1;
 	if (!strcmp(key, "sim")) {
@@ -875,8 +885,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 		fprintf(stderr, "llcsim: llc_ways above 16\n");
 		return -1;
 	}
+	if ((int)cfg.llc_repl < 0)
+		cfg.llc_repl = cfg.repl;
 	for (i = 0; i < (int)cfg.llc_domains; i++) {
-		if (cm_init(&llcs[i], cfg.llc, cfg.llc_ways, cfg.line, cfg.repl)) {
+		if (cm_init(&llcs[i], cfg.llc, cfg.llc_ways, cfg.line, cfg.llc_repl)) {
 			fprintf(stderr, "llcsim: bad LLC geometry\n");
 			return -1;
 		}
@@ -941,13 +953,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 		return -1;
 	}
 	fprintf(out, "config l1=%" PRIu64 "/%u l2=%" PRIu64 "/%u llc=%" PRIu64 "/%u"
-		" line=%u llc_sets=%u colors=%" PRIu64 " repl=%s sim=%s vcpus=%d"
+		" line=%u llc_sets=%u colors=%" PRIu64 " repl=%s llc_repl=%s sim=%s vcpus=%d"
 		" cpi=%g cpi_dyn=%g lat_l2=%g lat_llc=%g lat_mem=%g lat_seq=%g sync=%" PRIu64
 		" rob=%" PRIu64 " mshr=%u ram_mib=%" PRIu64 " llc_domains=%u pf=%u pf_streams=%u pf_xlat=%u"
 		" bw_peak=%g bw_umax=%g bw_slot=%" PRIu64 " dtlb=%u/%u stlb=%u/%u lat_stlb=%g lat_walk=%g",
 		cfg.l1, cfg.l1_ways, cfg.l2, cfg.l2_ways, cfg.llc, cfg.llc_ways,
 		cfg.line, llcs[0].sets, cfg.llc / ((uint64_t)cfg.llc_ways * 4096),
-		cfg.repl == CM_LRU ? "lru" : "random", cfg.tagged ? "tagged" : "always",
+		repl_name[cfg.repl], repl_name[cfg.llc_repl], cfg.tagged ? "tagged" : "always",
 		nvcpus, cfg.cpi, cfg.cpi_dyn, cfg.lat_l2, cfg.lat_llc, cfg.lat_mem, cfg.lat_seq, cfg.sync / 100,
 		cfg.rob, cfg.mshr, ram_size >> 20, cfg.llc_domains, cfg.pf, cfg.pf_streams, cfg.pf_xlat,
 		cfg.bw_peak, cfg.bw_umax, cfg.bw_slot, cfg.dtlb, cfg.dtlb_ways, cfg.stlb, cfg.stlb_ways,

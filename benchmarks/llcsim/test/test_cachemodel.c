@@ -115,6 +115,25 @@ static double cyclic_hit_rate_ways(struct cm_cache *c, uint64_t base, uint64_t b
 	return (double)hits / (double)n;
 }
 
+/* Random accesses to a 32 KiB 8-way cache: how often a lookup's answer
+ * disagrees with cm_probe() before it, or the line is absent after it. */
+static int hit_iff_present(enum cm_repl repl)
+{
+	struct cm_cache c;
+	uint64_t rng = 1;
+	int bad = 0;
+
+	cm_init(&c, 32 << 10, 8, 64, repl);
+	for (int i = 0; i < 100000; i++) {
+		uint64_t a = (cm_xorshift(&rng) % (1 << 20)) & ~63ull;
+		int pres = cm_probe(&c, a);
+
+		bad += pres != cm_access(&c, a, &rng) || !cm_probe(&c, a);
+	}
+	cm_free(&c);
+	return bad;
+}
+
 static double cyclic_hit_rate(struct cm_cache *c, uint64_t base, uint64_t bytes, int passes)
 {
 	return cyclic_hit_rate_ways(c, base, bytes, passes, CM_ALL_WAYS);
@@ -143,7 +162,7 @@ int main(void)
 	uint64_t rng = 1;
 	int i, hits;
 
-	printf("TAP version 13\n1..47\n");
+	printf("TAP version 13\n1..51\n");
 
 	/* 1-2: geometry */
 	i = cm_init(&c, 2 << 20, 16, 64, CM_LRU);
@@ -283,19 +302,8 @@ int main(void)
 	   cm_parse_size("64") == 64 && cm_parse_size("1MiB") == (1u << 20),
 	   NULL, "size parsing: 2M 256K 64 1MiB", 0, 0);
 	ok(cm_parse_size("2X") == 0 && cm_parse_size("") == 0, NULL, "size parsing: bad strings give 0", 0, 0);
-	{
-		/* random replacement never returns hit for an absent line */
-		cm_init(&c, 32 << 10, 8, 64, CM_RANDOM);
-		int bad = 0;
-		for (i = 0; i < 100000; i++) {
-			uint64_t a = (cm_xorshift(&rng) % (1 << 20)) & ~63ull;
-			int pres = cm_probe(&c, a);
-			int h = cm_access(&c, a, &rng);
-			bad += pres != h || !cm_probe(&c, a);
-		}
-		ok(bad == 0, "%g inconsistencies (%g)", "random replacement: hit iff present, line present after access", bad, 0);
-		cm_free(&c);
-	}
+	/* random replacement never returns hit for an absent line */
+	ok(hit_iff_present(CM_RANDOM) == 0, NULL, "random replacement: hit iff present, line present after access", 0, 0);
 
 	/* 17-18: a way mask of k of 16 ways: the capacity knee at k/16 of the LLC */
 	cm_init(&c, 2 << 20, 16, 64, CM_LRU);
@@ -748,6 +756,63 @@ int main(void)
 		ok(k.mem == (uint64_t)n && t > want - 1e-6 && t < want + 1e-6, "%.2f cycles per load beyond its instructions, %.2f expected",
 		   "timing: dependent misses 5000 instructions apart (a chase) each stall lat - rob x CPI", t, want);
 		core_free(&k);
+	}
+
+	/* 48-51: SRRIP */
+	{
+		struct cm_cache lru, rrip;
+		uint64_t a, s, base = 1ull << 30, sbase = 2ull << 30;
+		double keep[2][2];
+		int bad = 0;
+
+		ok(hit_iff_present(CM_SRRIP) == 0, NULL, "SRRIP: hit iff present, line present after access", 0, 0);
+
+		/*
+		 * A resident 512 KiB (a quarter of a 2 MiB 16-way LLC), filled
+		 * and hit once (SRRIP protects a line only after a hit), then
+		 * visited 4 times with a stream between visits: of 1x the LLC
+		 * (16 lines a set) SRRIP keeps it and LRU does not; of 4x the
+		 * LLC SRRIP loses it too (scan resistance, not a bigger cache).
+		 */
+		cm_init(&lru, 2 << 20, 16, 64, CM_LRU);
+		cm_init(&rrip, 2 << 20, 16, 64, CM_SRRIP);
+		for (int k = 0; k < 2; k++) {
+			uint64_t sbytes = (uint64_t)(k ? 8 : 2) << 20;
+
+			for (int m = 0; m < 2; m++) {
+				struct cm_cache *cc = m ? &rrip : &lru;
+				uint64_t h = 0, n = 0;
+
+				cm_flush(cc);
+				for (a = 0; a < (512 << 10); a += 64)
+					cm_access(cc, base + a, &rng);
+				for (int v = 0; v < 5; v++) {
+					for (a = 0; a < (512 << 10); a += 64, n += v > 0)
+						h += (uint64_t)cm_access(cc, base + a, &rng) * (v > 0);
+					for (s = 0; s < sbytes; s += 64)
+						cm_access(cc, sbase + (uint64_t)v * sbytes + s, &rng);
+				}
+				keep[k][m] = (double)h / (double)n;
+			}
+		}
+		ok(keep[0][1] == 1.0 && keep[0][0] == 0.0, "SRRIP %g, LRU %g",
+		   "a quarter of the LLC visited between streams of 1x the LLC: SRRIP keeps it, LRU does not",
+		   keep[0][1], keep[0][0]);
+		ok(keep[1][1] == 0.0 && keep[1][0] == 0.0, "SRRIP %g, LRU %g",
+		   "the same between streams of 4x the LLC: both lose it", keep[1][1], keep[1][0]);
+
+		/* a way mask: the fills stay in the mask's ways, its victim too */
+		cm_flush(&rrip);
+		for (a = 0; a < (4 << 20); a += 64)
+			cm_access_ways(&rrip, sbase + a, &rng, 0x00ff);
+		bad = 0;
+		for (i = 0; i < (int)(rrip.sets * rrip.ways); i++)
+			bad += (cm_tag_of(rrip.tags[i]) != 0) != (cm_way_of(rrip.tags[i]) < 8) ||
+			       cm_way_of(rrip.tags[i]) != (uint32_t)(i % rrip.ways);
+		ok(bad == 0, "%g entries outside ways 0-7 or off their slot (%g)",
+		   "SRRIP with a way mask of 8 of 16: a 4 MiB stream fills ways 0-7 only", bad, 0);
+		cm_free(&lru);
+		cm_free(&rrip);
 	}
 
 	printf("# %d/%d passed\n", ntest - nfail, ntest);
