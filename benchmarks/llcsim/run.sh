@@ -68,7 +68,8 @@
 #             MLS with partitioning pair them; docs/results/llcsim-fig6-plq.md
 #   pg-validate the calibrated timing on the native study's curve: its
 #             PostgreSQL hash join alone and beside a C stream, tables of
-#             0.25-32 MB over the native 8 MB LLC share scaled by
+#             0.25-32 MB over the native LLC share (4 x the profile's
+#             LLC_SIZE, run.sh share's fit) scaled by
 #             1/PGV_SCALE (4); docs/results/llcsim-pg-validation.md
 #   pg-compare  4 vCPUs as 2 LLC domains: the Figure 6 mix and a hash join
 #             beside a scan, without mccdb, with page colours, with resctrl
@@ -110,7 +111,7 @@
 #   (plugin/tlb.h; fitted by calibrate-tlb); with DTLB set, the mlp loops
 #   run on transparent huge pages (/thp), as natively
 #   TIMING (legacy; mlp, pg-validate, calibrate-tlb, window, cpi-dyn: calibrated): calibrated = CPI, CPI_DYN, ROB, MSHR,
-#   PF, PF_XLAT, LAT_SEQ, LAT_L2, LAT_LLC, BW_PEAK, BW_UMAX and the TLB's from calibration/profile.env
+#   PF, PF_XLAT, LAT_SEQ, LAT_L2, LAT_LLC, LLC_REPL, LLC_SIZE, LLC_WAYS, BW_PEAK, BW_UMAX and the TLB's from calibration/profile.env
 #   (run.sh calibrate's, calibrate-bw's and calibrate-tlb's fits) for those not
 #   set, and ROB_MLP/ROB_PG = its ROB; legacy = the defaults above, the timing
 #   of the pages made before the calibration (no bandwidth term, no TLBs)
@@ -136,7 +137,7 @@ calibrated)
 	while IFS='=' read -r k v; do
 		case $k in
 		CPI | CPI_DYN | ROB | MSHR | PF | PF_XLAT | LAT_SEQ | LAT_L2 | LAT_LLC | BW_PEAK | BW_UMAX | \
-			DTLB | DTLB_WAYS | STLB | STLB_WAYS | LAT_STLB | LAT_WALK) [ -n "${!k+x}" ] || declare "$k=$v" ;;
+			LLC_REPL | LLC_SIZE | LLC_WAYS | DTLB | DTLB_WAYS | STLB | STLB_WAYS | LAT_STLB | LAT_WALK) [ -n "${!k+x}" ] || declare "$k=$v" ;;
 		esac
 	done <"$profile"
 	ROB_MLP=${ROB_MLP:-$ROB} ROB_PG=${ROB_PG:-$ROB}
@@ -181,6 +182,14 @@ envs() {
 	for v in "$@" KERNEL_BUILD NO_GUARD; do
 		[ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"
 	done
+}
+
+# share_kib: the native LLC share of one thread, KiB: 4 x the profile's
+# LLC_SIZE (run.sh share's fit; 2M, the 8 MB assumed before it)
+share_kib() {
+	local v
+	v=$(sed -n 's/^LLC_SIZE=//p' "$profile")
+	echo $(($(LLC_SIZE=${v:-2M} llc_kib) * 4))
 }
 
 llc_kib() { "$py" - "$LLC_SIZE" <<'EOF'
@@ -466,13 +475,13 @@ do_pg_fig6() {
 # refitting: its hash join alone and beside a C stream (pg/hjstream) at
 # the native table sizes over the native effective LLC share (8 MB) scaled
 # by 1/PGV_SCALE (4: the default 2 MiB LLC and 256 KiB L2 are the native
-# 8 MB share and 1 MiB L2 over 4; 1 wants LLC_SIZE=8M L2_SIZE=1M), probe
+# share and 1 MiB L2 over 4; 1 wants LLC_SIZE=4x that, L2_SIZE=1M), probe
 # rows as natively (4x the largest build, at least 2M / PGV_SCALE).
 do_pg_validate() {
 	local scale=${PGV_SCALE:-4} reps=${PG_REPS:-3} sizes=${PGV_SIZES:-0.25,0.5,1,2,4,8,16,32} rows probe
 	[ $QUICK = 1 ] && { sizes=${PGV_SIZES:-2,32}; reps=1; }
-	[ "$(llc_kib)" = $((8192 / scale)) ] ||
-		{ log "pg-validate: LLC_SIZE must be the native 8 MB share / PGV_SCALE ($scale)"; exit 2; }
+	[ "$(llc_kib)" = $(($(share_kib) / scale)) ] ||
+		{ log "pg-validate: LLC_SIZE must be the native share ($(share_kib) KiB) / PGV_SCALE ($scale)"; exit 2; }
 	read -r rows probe < <("$py" - "$sizes" "$scale" <<'EOF'
 import sys
 from mccdb_bench.native_study import probe_rows_for, rows_for
@@ -546,7 +555,8 @@ do_cpi_dyn() {
 	[ "${2:-}" != --measure ] || "$py" "$here/native/pgscan.py" --out "$np"
 	local kib image kernel
 	kib=$(llc_kib)
-	[ "$kib" = 2048 ] || { log "cpi-dyn: LLC_SIZE must be 2M (the native 8 MB share over 4, as pg-validate)"; exit 2; }
+	[ "$kib" = $(($(share_kib) / 4)) ] ||
+		{ log "cpi-dyn: LLC_SIZE must be the native share ($(share_kib) KiB) over 4, as pg-validate"; exit 2; }
 	image=$build/cpi-dyn.cpio
 	kernel=$("$repo/scripts/testbox/mkimage.sh" -o "$image" -t "$here/pg" -l "$("$py" "$here/native/pgscan.py" --sim-list)" \
 		-T "${BOOT_TIMEOUT:-3600}" -b "$build/guest/llcsim" | tail -1)
@@ -577,7 +587,7 @@ do_share() {
 	done
 	mkdir -p "$results"
 	"$py" "$here/scripts/share.py" --native "$native_cal_share" --memload "$native_cal_memload" "${runs[@]}" \
-		--out "$results/llcsim-stream-share.md" \
+		--out "$results/llcsim-stream-share.md" --profile "$profile" \
 		--cmd "$(envs SHARE_VARIANTS SHARE_PASSES)benchmarks/llcsim/run.sh share${2:+ $2}"
 }
 

@@ -47,9 +47,11 @@ def guest(tmp_path, variant, slow, alone=20.0, rc=0, drop=None):
 
 
 def run(tmp_path, *runs):
+    """runs: --run argument lists, then any further arguments."""
     out = tmp_path / "page.md"
+    args = [x for r in runs for x in (r if isinstance(r, list) else [r])]
     p = subprocess.run([sys.executable, str(SHARE), "--native", str(native(tmp_path)), "--memload", str(memload(tmp_path)),
-                        *[x for r in runs for x in r], "--out", str(out)], capture_output=True, text=True)
+                        *args, "--out", str(out)], capture_output=True, text=True)
     return p, out.read_text() if out.exists() else ""
 
 
@@ -64,6 +66,22 @@ def test_each_size_against_the_same_l3_pairs(tmp_path):
     assert "| 4 | 1024 | 10.0 (20.0) | 4.50x (4.25-4.75, 2) | 21.0 ok | 4.50x ok | 40.0 off | 4.50x ok |" in page
     assert "1 of 6 pairs had a round trip of 200 ns or more" in page
     assert "Agreement (alone, slowdown): `lru/3M/24/18` 2 and 2 of 2; `lru/2M/16/40` 0 and 1 of 2" in page
+
+
+def test_the_best_variant_goes_into_the_profile(tmp_path):
+    """--profile: the variant agreeing at most sizes is written as LLC_REPL..LAT_LLC, other lines kept."""
+    prof = tmp_path / "profile.env"
+    prof.write_text("CPI=0.4\nLLC_SIZE=2M\n")
+    good = guest(tmp_path, "srrip/3M/12/19", {2048: 1.4, 4096: 4.5}, alone=21.0)
+    bad = guest(tmp_path, "lru/2M/16/40", {2048: 5.0, 4096: 4.5}, alone=40.0)
+    p, page = run(tmp_path, bad, good, "--profile", str(prof))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "Best variant (most sizes agreeing, then the smallest log error of the slowdowns): `srrip/3M/12/19`" in page
+    lines = prof.read_text().splitlines()
+    assert lines[0] == "CPI=0.4"
+    assert [ln for ln in lines if not ln.startswith(("#", "CPI"))] == \
+        ["LLC_SIZE=3M", "LLC_REPL=srrip", "LLC_WAYS=12", "LAT_LLC=19"]
+    assert any(ln.startswith("# LLC_REPL..LAT_LLC: ") for ln in lines)
 
 
 def test_an_unsound_run_fails(tmp_path):

@@ -95,6 +95,10 @@
  *     entry (a synthetic physical address, through the L2, the LLC and
  *     memory).  Counted in the dumps: stlb= (STLB hits), walk=, walkm=
  *     (leaf from memory), walkh= (walks of 2 MiB pages), xlat= (cycles).
+ *   bw_peak=P bw_umax=U bw_slot=S: memory-bandwidth contention
+ *     (bandwidth.h): P lines per 1000 cycles (0 = off), u capped at U, a
+ *     window of 16 slots of S cycles (default: the sync quantum, 1000 when
+ *     sync is off)
  *   sync=Q (cycles, 0 = off): modeled-time synchronisation - a vCPU whose
  *     modeled clock is more than Q cycles ahead of another running vCPU's
  *     waits (sched_yield) until that one catches up, at most 50 ms per wait
@@ -195,7 +199,7 @@ static struct {
 	unsigned mshr;			/* outstanding misses */
 	unsigned int pf, pf_streams, pf_xlat;	/* prefetch distance (lines), table, 2^ pages */
 	double bw_peak, bw_umax;	/* lines per 1000 cycles (0 = off), cap of u */
-	uint64_t bw_slot;		/* cycles per slot of the traffic window */
+	uint64_t bw_slot;		/* cycles per slot of the traffic window (0: sync's) */
 	unsigned int dtlb, dtlb_ways, stlb, stlb_ways;	/* TLB entries (dtlb 0: no TLBs) */
 	double lat_stlb, lat_walk;	/* an STLB hit; a walk beyond its leaf load */
 	char *out, *ram;
@@ -206,7 +210,7 @@ static struct {
 	.cpi = 1.0, .lat_l2 = 12, .lat_llc = 40, .lat_mem = 200, .lat_seq = -1,
 	.mshr = 10, .llc_domains = 1,
 	.pf = 0, .pf_streams = 16, .pf_xlat = 16,
-	.bw_peak = 0, .bw_umax = 0.9, .bw_slot = 1000,
+	.bw_peak = 0, .bw_umax = 0.9, .bw_slot = 0,
 	.dtlb = 0, .dtlb_ways = 0, .stlb = 3072, .stlb_ways = 12, .lat_stlb = 7, .lat_walk = 30,
 };
 /* grid=: the cartesian product of grid_cpi x grid_rob x grid_mshr, each a
@@ -855,6 +859,14 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 	c_llc = (uint64_t)(cfg.lat_llc * 100 + 0.5);
 	c_mem = (uint64_t)(cfg.lat_mem * 100 + 0.5);
 	c_seq = (uint64_t)(cfg.lat_seq * 100 + 0.5);
+	/*
+	 * A vCPU may run up to a sync quantum ahead of another, so a window of
+	 * BW_SLOTS shorter slots would hold only part of a lagging vCPU's
+	 * traffic (1000-cycle slots and sync=10000: 5 of 16 slots, u at 5/16
+	 * of its rate): slots of one quantum see at least 14 of 16.
+	 */
+	if (!cfg.bw_slot)
+		cfg.bw_slot = cfg.sync ? cfg.sync / 100 : 1000;
 	bw_init(&bw, cfg.bw_peak, cfg.bw_umax, cfg.bw_slot);
 	if (ngrid_cpi || ngrid_rob || ngrid_mshr) {
 		unsigned int a, b, c;

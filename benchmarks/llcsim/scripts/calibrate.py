@@ -130,7 +130,9 @@ def bandwidth_lines(ml, fit):
          'Natively a stream on the other vCPU slows a DRAM-bound chase (below), so with the term on '
          '(`bw_peak=`, plugin/bandwidth.h) a miss to memory costs lat_mem / (1 - min(u, umax)), u = the '
          'lines both vCPUs moved through the memory interface (demand LLC misses and prefetch fills that '
-         'missed the LLC, in a window of 16 x 1000 modeled cycles shared by the vCPUs) over a peak. '
+         'missed the LLC, in a window of 16 slots of a sync quantum, 10,000 modeled cycles, shared by the '
+         'vCPUs; until 2026-11-26 slots of 1,000 cycles, which saw 5 of 16 slots of a vCPU lagging by '
+         'the quantum) over a peak. '
          'Written-back dirty lines are not counted (the cache model keeps no dirty bits): the peak is in '
          'lines filled, fitted on a stream that writes back every line it reads. Two parameters, fitted '
          'on the native contention runs only (`calibrate.py bandwidth`; nothing of the PostgreSQL curve):', '',

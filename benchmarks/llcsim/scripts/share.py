@@ -17,17 +17,22 @@ A native ns is 200 / (native-memload.json's 256 MiB chase alone) modeled
 cycles (a miss to memory is 200 cycles).  A size agrees when the simulated
 alone cycles are within ALONE_LIMIT of native's and the slowdown within
 LIMIT of the same-L3 median or inside the same-L3 pairs' interquartile
-range.  Exit 1 only when a guest run is unsound (it failed, or a chase is
-missing).
+range.  With --profile, the variant that agrees at most sizes (alone and
+slowdown together; a tie goes to the smaller sum of |log(simulated /
+native)| over the slowdowns) is written into calibration/profile.env as
+LLC_REPL, LLC_SIZE, LLC_WAYS and LAT_LLC (run.sh's TIMING=calibrated).
+Exit 1 only when a guest run is unsound (it failed, or a chase is missing).
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import analyze  # noqa: E402  (beside this file)
+import calibrate  # noqa: E402  (beside this file)
 from mccdb_bench.harness.report import write_page  # noqa: E402
 
 TAG0 = 800                                 # run.sh share: alone, victim, aggressor per size
@@ -88,6 +93,16 @@ def agrees(alone, ratio, nrow, cycle_ns):
     return a_ok, r_ok
 
 
+def best_variant(runs, rows, cycle_ns):
+    """The variant that agrees at most sizes, ties to the smaller log error."""
+    def score(run):
+        v, _, _, _, sl = run
+        oks = [agrees(sl[k][0], sl[k][2], rows[k], cycle_ns) for k in rows]
+        err = sum(abs(math.log(sl[k][2] / rows[k]['q'][1])) for k in rows if sl[k][2] and rows[k]['q'])
+        return (-sum(a + b for a, b in oks), err)
+    return min(runs, key=score)[0]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--sim-list', type=int, metavar='PASSES', help='print the guest list (chase passes) and exit')
@@ -95,6 +110,7 @@ def main(argv=None):
     ap.add_argument('--memload', help='calibration/native-memload.json (the ns a modeled cycle is)')
     ap.add_argument('--run', nargs=5, action='append', metavar=('VARIANT', 'SERIAL', 'SIM', 'RC', 'SECS'))
     ap.add_argument('--out')
+    ap.add_argument('--profile', help='calibration/profile.env: the best variant written into it')
     ap.add_argument('--cmd', default='benchmarks/llcsim/run.sh share')
     a = ap.parse_args(argv)
     with open(a.native) as f:
@@ -162,6 +178,15 @@ def main(argv=None):
     L += ['', 'Agreement (alone, slowdown): ' + '; '.join(f'`{v}` {k[0]} and {k[1]} of {len(kibs)}'
                                                            for v, k in agree.items()) +
           ('' if sound else ' (**a guest run is unsound**)'), '']
+    if sound:
+        best = best_variant(runs, rows, cycle_ns)
+        L += [f'Best variant (most sizes agreeing, then the smallest log error of the slowdowns): `{best}`'
+              + (' (written into calibration/profile.env).' if a.profile else '.'), '']
+        if a.profile:
+            repl, llc, ways, lat = best.split('/')
+            calibrate.set_profile(a.profile, {'LLC_REPL': repl, 'LLC_SIZE': llc, 'LLC_WAYS': ways, 'LAT_LLC': lat},
+                                  comment=f'# LLC_REPL..LAT_LLC: `{a.cmd}` (share.py, the best of its variants) on '
+                                          f'the native chases of {nat.get("date", "?")} (calibration/native-share.json)')
     write_page(a.out, '\n'.join(L) + '\n')
     print('\n'.join(L))
     return 0 if sound else 1

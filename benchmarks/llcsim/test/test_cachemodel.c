@@ -6,6 +6,7 @@
  * analytic results for cyclic sweeps).
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -117,6 +118,8 @@ static double cyclic_hit_rate_ways(struct cm_cache *c, uint64_t base, uint64_t b
 
 /* Random accesses to a 32 KiB 8-way cache: how often a lookup's answer
  * disagrees with cm_probe() before it, or the line is absent after it. */
+static double bw_u_lag[2];	/* test 52, measured beside 32-37 */
+
 static int hit_iff_present(enum cm_repl repl)
 {
 	struct cm_cache c;
@@ -162,7 +165,7 @@ int main(void)
 	uint64_t rng = 1;
 	int i, hits;
 
-	printf("TAP version 13\n1..51\n");
+	printf("TAP version 13\n1..52\n");
 
 	/* 1-2: geometry */
 	i = cm_init(&c, 2 << 20, 16, 64, CM_LRU);
@@ -513,6 +516,27 @@ int main(void)
 		   "bandwidth: traffic of a vCPU ahead counts (u = 40 / 160)", (double)lat, 20000 / 0.75);
 	}
 	{
+		/*
+		 * 52 (numbered last): a stream one sync quantum (10,000 cycles)
+		 * behind the vCPU that asks, 0.4 lines a cycle: with slots of
+		 * 1,000 cycles the window holds 5 of its 16 slots of it (the
+		 * asker's own slot is still to come), with slots of the
+		 * quantum 14 of 16
+		 */
+		struct bw_model m;
+		uint64_t t, now = 100000000;	/* centicycles: 1,000,000 cycles */
+		double u[2];
+
+		for (int k = 0; k < 2; k++) {
+			bw_init(&m, 1000, 0.99, k ? 10000 : 1000);
+			for (t = 0; t < now - 1000000; t += 250)	/* a line every 2.5 cycles */
+				bw_add(&m, t);
+			u[k] = bw_util(&m, now) / 0.4;
+		}
+		bw_u_lag[0] = u[0];
+		bw_u_lag[1] = u[1];
+	}
+	{
 		/* 37: two cores sharing the memory: a pointer chase beside a
 		 * prefetched stream pays lat_mem / (1 - u), u their lines per
 		 * cycle over the peak; alone it pays lat_mem */
@@ -814,6 +838,10 @@ int main(void)
 		cm_free(&lru);
 		cm_free(&rrip);
 	}
+
+	ok(fabs(bw_u_lag[0] - 5 / 16.0) < 1e-3 && fabs(bw_u_lag[1] - 14 / 16.0) < 1e-3,
+	   "1,000-cycle slots %.3f, quantum slots %.3f", "bandwidth: a stream a sync quantum behind: u of the rate seen",
+	   bw_u_lag[0], bw_u_lag[1]);
 
 	printf("# %d/%d passed\n", ntest - nfail, ntest);
 	return nfail ? 1 : 0;
