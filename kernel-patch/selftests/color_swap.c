@@ -39,6 +39,7 @@
 #define PM_SWAP		(1ULL << 62)
 #define PM_PFN		((1ULL << 55) - 1)
 #define IDLE_MS		60000
+#define EAT_PAGES	4096	/* 16 MiB: more than the per-cpu lists hold */
 
 /* pagemap entries of npages at addr in process pid (0: self); 0 or -1 */
 static int pagemap(pid_t pid, uintptr_t addr, size_t npages, uint64_t *e)
@@ -79,7 +80,7 @@ static void swapin_keeps_colour(int color, size_t n)
 	size_t i, swapped = 0, outside = 0, wrong = 0, absent = 0, off0 = 0;
 	long long in0 = pc_vmstat("pswpin"), out0 = pc_vmstat("pswpout");
 	pagecolor_set_t s;
-	char *p, list[16];
+	char *p, *eat, list[16];
 	int tries;
 
 	snprintf(list, sizeof(list), "%d", color);
@@ -114,9 +115,21 @@ static void swapin_keeps_colour(int color, size_t n)
 			break;
 		usleep(100000);
 	}
+	/*
+	 * The frames paging out freed sit on the per-cpu lists, which hand
+	 * them out again last in, first out: swap-in would get the very same
+	 * frames back, of the right colour whatever it asked for.  Take them
+	 * (and more) with uncoloured memory first.
+	 */
+	eat = mmap(NULL, EAT_PAGES * pc_page_size, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (eat != MAP_FAILED)
+		for (i = 0; i < EAT_PAGES; i++)
+			eat[i * pc_page_size] = 1;
 	tap_diag("swap-in: %zu pages bound to colour %d (%zu outside it before "
-		 "paging out); MADV_PAGEOUT %d times: %zu swapped, pswpout +%lld",
-		 n, color, off0, tries + 1, swapped, pc_vmstat("pswpout") - out0);
+		 "paging out); MADV_PAGEOUT %d times: %zu swapped, pswpout +%lld; "
+		 "%d uncoloured pages touched since", n, color, off0, tries + 1,
+		 swapped, pc_vmstat("pswpout") - out0, eat == MAP_FAILED ? 0 : EAT_PAGES);
 	tap_ok(off0 == 0 && swapped == n,
 	       "swap-in: all %zu pages of colour %d went to swap (%zu swapped)",
 	       n, color, swapped);
@@ -141,6 +154,8 @@ static void swapin_keeps_colour(int color, size_t n)
 	       "swap-in: every page back with its contents on colour %d "
 	       "(%zu of %zu outside, %zu changed)", color, outside, n, wrong);
 	munmap(p, n * pc_page_size);
+	if (eat != MAP_FAILED)
+		munmap(eat, EAT_PAGES * pc_page_size);
 	free(e);
 }
 
@@ -266,7 +281,7 @@ int main(void)
 	int trouble, swap_on;
 	size_t per;
 
-	pc_init(7);
+	pc_init(8);
 	trouble = pc_dmesg_trouble();
 	per = (size_t)(sysconf(_SC_PHYS_PAGES) / pc_nr_colors);
 	swap_on = system("mkswap " SWAPDEV " " SWAP_KB " >/dev/null") == 0 &&
