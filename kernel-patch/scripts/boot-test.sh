@@ -130,9 +130,28 @@ if [ "$expect" != any ] && [ -n "$summary" ] && [ "$probe" != "$expect" ]; then
 	fail=1
 fi
 
+# A failing program's own diagnostics ("#" lines) and its "not ok" lines,
+# from its section of the log: the serial log may live in a temporary
+# tree (fresh-machine.sh), so what says why it failed must be printed here.
+# The last $diag_lines lines of each such program.
+diag_lines=60
+program_diagnostics() {
+	awk -v name="$1" '
+		$0 ~ "^=== PCTEST RUN " name "( |$)" { on = 1; next }
+		$0 ~ "^=== PCTEST RESULT " name " " { on = 0 }
+		on && /^(#|not ok [0-9]+ )/ { print }
+	' "$clean" | tail -n "$diag_lines"
+}
+
 echo "---------------------------------------------------------------------"
 echo "$results" | sed 's/^/boot-test: program /'
 grep -a -E '^not ok [0-9]+ ' "$clean" | sed 's/^/boot-test: /'
+while read -r name rc res secs_t; do
+	[ -n "$name" ] || continue
+	case $res in PASS|SKIP) continue ;; esac
+	echo "boot-test: $name failed; its diagnostics (last $diag_lines):"
+	program_diagnostics "$name" | sed "s/^/boot-test: $name: /"
+done <<< "$results"
 grep -a -E 'BUG:|WARNING:|Oops|KASAN|Kernel panic|Huh VM_FAULT_OOM' "$clean" | grep -a -v -E '^(ok|not ok|#) ' |
 	head -20 | sed 's/^/boot-test: console: /'
 echo "boot-test: ${summary:-no summary}"

@@ -40,9 +40,150 @@ static unsigned long *maskend;		/* last long before the guard page */
 static long ps;
 static unsigned long nr;
 
+/*
+ * The last call made, with its arguments, so that a failure says which
+ * call it was (the fuzz runs in a child: its "#" lines are all that is
+ * left of it in the serial log).
+ */
+static const char *const call_name[] = {
+	"set_color_policy", "color_mbind", "get_color_policy", "THP-arena color_mbind"
+};
+
+struct call {
+	long iter;
+	int which;		/* index into call_name[] */
+	unsigned long arg[6];	/* in the system call's order */
+	unsigned long mask0;	/* the mask's first word, when readable */
+	long color;		/* a THP-arena call's one colour */
+	long r;
+	int err;
+};
+
+static struct call last;
+
+/* Name an address the fuzz uses; raw hex otherwise. */
+static const char *where(unsigned long a, char *buf, size_t len)
+{
+	unsigned long ar = (unsigned long)arena, th = (unsigned long)thp;
+
+	if (a >= ar && a < ar + ARENA * ps)
+		snprintf(buf, len, "arena+%#lx (page %lu)", a - ar, (a - ar) / ps);
+	else if (a >= th && a < th + THP_ARENA)
+		snprintf(buf, len, "thp+%#lx (page %lu)", a - th, (a - th) / ps);
+	else if (a == (unsigned long)maskbuf)
+		snprintf(buf, len, "maskbuf");
+	else if (a == (unsigned long)maskend)
+		snprintf(buf, len, "maskbuf end (runs into the guard page)");
+	else if (a == (unsigned long)unmapped)
+		snprintf(buf, len, "unmapped");
+	else if (a == (unsigned long)ro)
+		snprintf(buf, len, "read-only page");
+	else
+		snprintf(buf, len, "%#lx", a);
+	return buf;
+}
+
+static void describe(const char *what, const struct call *c)
+{
+	static const char *const argn[3][6] = {
+		{ "mode", "mask", "maxcolor", "flags" },
+		{ "start", "len", "mode", "mask", "maxcolor", "flags" },
+		{ "mode ptr", "mask", "maxcolor", "addr", "flags" },
+	};
+	int w = c->which == 3 ? 1 : c->which, k;
+	char buf[64];
+
+	printf("# %s: iteration %ld, %s(", what, c->iter, call_name[c->which]);
+	for (k = 0; k < 6 && argn[w][k]; k++) {
+		unsigned long a = c->arg[k];
+		int addr = (w == 1 && (k == 0 || k == 3)) || (w == 0 && k == 1) ||
+			   (w == 2 && k != 2 && k != 4);
+
+		printf("%s%s %s", k ? ", " : "", argn[w][k],
+		       addr ? where(a, buf, sizeof(buf)) : (snprintf(buf, sizeof(buf),
+		       "%#lx", a), buf));
+	}
+	printf(") = %ld errno %d (%s); ", c->r, c->err,
+	       c->err ? strerror(c->err) : "none");
+	if (c->which == 3)
+		printf("colour %ld\n", c->color);
+	else
+		printf("mask word 0 %#lx\n", c->mask0);
+}
+
+/* Record a call's outcome (and the mask it read, if it could). */
+static long record(long r, unsigned long mask)
+{
+	last.r = r;
+	last.err = r ? errno : 0;
+	last.mask0 = mask == (unsigned long)maskbuf ? maskbuf[0] : 0;
+	return r;
+}
+
+/* Which page's contents changed: 0, or the exit code 3 after saying so. */
+static int check_contents(const char *name, char *base, size_t npages,
+			  char (*want)(size_t), long iter)
+{
+	size_t j;
+
+	for (j = 0; j < npages; j++) {
+		char got = base[j * ps];
+		uint64_t pfn = 0;
+
+		if (got == want(j))
+			continue;
+		pagecolor_pfn(base + j * ps, &pfn);
+		printf("# %s page %zu changed (found at iteration %ld): reads %#x, "
+		       "wrote %#x; pfn %#llx colour %d\n", name, j, iter,
+		       (unsigned char)got, (unsigned char)want(j),
+		       (unsigned long long)pfn, pfn ? (int)(pfn % nr) : -1);
+		describe("last call", &last);
+		return 3;
+	}
+	return 0;
+}
+
+static char arena_byte(size_t i)
+{
+	return (char)(i ^ 0x5a);
+}
+
+static char thp_byte(size_t i)
+{
+	return (char)(i ^ 0xa5);
+}
+
+/* vmstat counters that tell a transient migration failure from a bug */
+static const char *const mig_stat[] = {
+	"pgmigrate_success", "pgmigrate_fail", "thp_migration_fail",
+	"thp_split_page", "thp_split_page_failed", "compact_isolated",
+	"compact_stall", "pgscan_kswapd",
+};
+#define NR_MIG_STAT (sizeof(mig_stat) / sizeof(mig_stat[0]))
+
+static void mig_stats(long long *v)
+{
+	size_t k;
+
+	for (k = 0; k < NR_MIG_STAT; k++)
+		v[k] = pc_vmstat(mig_stat[k]);
+}
+
+static void mig_stats_delta(const long long *before)
+{
+	long long now[NR_MIG_STAT];
+	size_t k;
+
+	mig_stats(now);
+	printf("# vmstat during the call:");
+	for (k = 0; k < NR_MIG_STAT; k++)
+		printf(" %s +%lld", mig_stat[k], now[k] - before[k]);
+	printf("\n");
+}
+
 static void fill_page(size_t i)
 {
-	arena[i * ps] = (char)(i ^ 0x5a);
+	arena[i * ps] = arena_byte(i);
 }
 
 static void thp_fill(void)
@@ -50,7 +191,7 @@ static void thp_fill(void)
 	size_t i;
 
 	for (i = 0; i < THP_ARENA / ps; i++)
-		thp[i * ps] = (char)(i ^ 0xa5);
+		thp[i * ps] = thp_byte(i);
 }
 
 /* Bind a random piece of the THP arena to one random colour and migrate. */
@@ -66,9 +207,51 @@ static long thp_mbind(void)
 		n = 128;
 
 	mask[c / PAGECOLOR_BITS_PER_LONG] = 1UL << (c % PAGECOLOR_BITS_PER_LONG);
-	return pagecolor_sys_color_mbind((unsigned long)thp + first * ps, n * ps,
-					 1 + rnd() % 2, mask, nr,
-					 COLOR_MBIND_MIGRATE);
+	last.which = 3;
+	last.arg[0] = (unsigned long)thp + first * ps;
+	last.arg[1] = n * ps;
+	last.arg[2] = 1 + rnd() % 2;
+	last.arg[3] = 0;	/* a mask on the stack */
+	last.arg[4] = nr;
+	last.arg[5] = COLOR_MBIND_MIGRATE;
+	last.color = (long)c;
+	errno = 0;
+	return record(pagecolor_sys_color_mbind(last.arg[0], last.arg[1],
+						(int)last.arg[2], mask, nr,
+						COLOR_MBIND_MIGRATE), 0);
+}
+
+/*
+ * A THP-arena piece gave EIO: say what moved and what not, and try the
+ * same call once more.  Returns 0 when the retry moved everything (the
+ * first call met pages busy at that instant), 1 otherwise.
+ */
+static int thp_eio(const long long *before)
+{
+	struct call first = last;
+	unsigned long npages = first.arg[1] / ps;
+	long c = first.color;
+	pagecolor_set_t s;
+	struct pc_check r;
+	long rc;
+
+	describe("THP-arena color_mbind failed", &first);
+	mig_stats_delta(before);
+	pagecolor_set_zero(&s);
+	pagecolor_set_add(&s, (int)c);
+	if (!pc_check_range((void *)first.arg[0], npages, &s, &r))
+		printf("# after it: %zu of %lu pages outside colour %ld, %zu absent "
+		       "(first outside: page %zu colour %d)\n", r.bad, npages, c,
+		       r.absent, r.first_bad_page, r.first_bad_color);
+	errno = 0;
+	rc = pagecolor_sys_color_mbind(first.arg[0], first.arg[1], (int)first.arg[2],
+				       s.bits, PAGE_COLOR_MAX_COLORS, COLOR_MBIND_MIGRATE);
+	if (pc_check_range((void *)first.arg[0], npages, &s, &r))
+		r.bad = npages;
+	printf("# the same call again: rc %ld (%s), %zu of %lu pages outside colour %ld\n",
+	       rc, rc ? strerror(errno) : "ok", r.bad, npages, c);
+	last = first;
+	return rc || r.bad;
 }
 
 static unsigned long rand_mask_ptr(int writable_only)
@@ -191,22 +374,37 @@ static int fuzz(long iterations)
 		long r;
 
 		hist[which]++;
-		errno = 0;
+		memset(&last, 0, sizeof(last));
+		last.iter = i;
+		last.which = which;
+		/* the arguments in the order the calls take them */
 		switch (which) {
 		case 0:
 			mask = rand_mask_ptr(0);
 			maxc = rand_maxcolor();
-			r = pagecolor_sys_set_color_policy_flags(rand_mode(),
+			last.arg[0] = (unsigned long)rand_mode();
+			last.arg[1] = mask;
+			last.arg[2] = maxc;
+			last.arg[3] = rnd() % 4 ? 0 : rand_flags();
+			errno = 0;
+			r = pagecolor_sys_set_color_policy_flags((int)last.arg[0],
 								 (unsigned long *)mask, maxc,
-								 rnd() % 4 ? 0 : rand_flags());
+								 (unsigned int)last.arg[3]);
 			break;
 		case 1:
 			rand_range(&start, &len);
 			mask = rand_mask_ptr(0);
 			maxc = rand_maxcolor();
-			r = pagecolor_sys_color_mbind(start, len, rand_mode(),
+			last.arg[0] = start;
+			last.arg[1] = len;
+			last.arg[2] = (unsigned long)rand_mode();
+			last.arg[3] = mask;
+			last.arg[4] = maxc;
+			last.arg[5] = rand_flags();
+			errno = 0;
+			r = pagecolor_sys_color_mbind(start, len, (int)last.arg[2],
 						      (unsigned long *)mask, maxc,
-						      rand_flags());
+						      (unsigned int)last.arg[5]);
 			break;
 		default: {
 			const unsigned long mp[] = { 0, KADDR, (unsigned long)unmapped,
@@ -217,22 +415,31 @@ static int fuzz(long iterations)
 			mask = rand_mask_ptr(1);
 			maxc = rand_maxcolor();
 			rand_range(&start, &len);
+			last.arg[0] = mpp;
+			last.arg[1] = mask;
+			last.arg[2] = maxc;
+			last.arg[3] = start;
+			last.arg[4] = rand_flags();
+			errno = 0;
 			r = pagecolor_sys_get_color_policy((int *)mpp,
 							   (unsigned long *)mask, maxc,
-							   start, rand_flags());
+							   start, (unsigned int)last.arg[4]);
 			break;
 		}
 		}
+		record(r, mask);
 		if (r == 0) {
 			ok++;
-		} else if (r == -1 && errno_ok(errno)) {
+		} else if (r == -1 && errno_ok(last.err)) {
 			fail++;
 		} else {
 			if (bad_errno < 10)
-				printf("# call %d returned %ld errno %d (%s)\n", which, r,
-				       errno, strerror(errno));
+				describe("undocumented result", &last);
 			bad_errno++;
 		}
+		/* memory contents: after every call, to name the call */
+		if (check_contents("arena", arena, ARENA, arena_byte, i))
+			return 3;
 		/* keep the mapping layout moving: holes, refills, touches */
 		if (i % 997 == 0) {
 			j = rnd() % ARENA;
@@ -247,7 +454,11 @@ static int fuzz(long iterations)
 		}
 		/* split huge pages: bind and migrate pieces of them */
 		if (i % 211 == 0) {
-			errno = 0;
+			long long before[NR_MIG_STAT];
+
+			mig_stats(before);
+			memset(&last, 0, sizeof(last));
+			last.iter = i;
 			r = thp_mbind();
 			/*
 			 * A piece of the THP arena is private to this process
@@ -257,12 +468,18 @@ static int fuzz(long iterations)
 			 */
 			if (r == 0) {
 				thp_calls++;
-			} else if (!(r == -1 && errno_ok(errno) && errno != EIO)) {
+			} else if (r == -1 && last.err == EIO) {
+				if (bad_errno < 10 && thp_eio(before))
+					bad_errno++;
+				else if (bad_errno >= 10)
+					bad_errno++;
+			} else if (!(r == -1 && errno_ok(last.err))) {
 				if (bad_errno < 10)
-					printf("# THP mbind returned %ld errno %d (%s)\n",
-					       r, errno, strerror(errno));
+					describe("undocumented result", &last);
 				bad_errno++;
 			}
+			if (check_contents("THP arena", thp, THP_ARENA / ps, thp_byte, i))
+				return 3;
 		}
 		/* and make new ones: drop the policies and the pages, refault */
 		if (i % 4999 == 0) {
@@ -275,18 +492,11 @@ static int fuzz(long iterations)
 		}
 	}
 	pagecolor_sys_set_color_policy(COLOR_MODE_DEFAULT, NULL, 0);
-	for (j = 0; j < THP_ARENA / ps; j++)
-		if (thp[j * ps] != (char)(j ^ 0xa5)) {
-			printf("# THP arena page %zu corrupted\n", j);
-			return 3;
-		}
+	if (check_contents("THP arena", thp, THP_ARENA / ps, thp_byte, i) ||
+	    check_contents("arena", arena, ARENA, arena_byte, i))
+		return 3;
 	printf("# THP arena: %ld pieces bound and migrated; %ld huge pages "
 	       "after the refaults\n", thp_calls, thp_backed);
-	for (j = 0; j < ARENA; j++)
-		if (arena[j * ps] != (char)(j ^ 0x5a)) {
-			printf("# arena page %zu corrupted\n", j);
-			return 3;
-		}
 	printf("# %ld calls (set %ld, mbind %ld, get %ld): %ld succeeded, %ld failed "
 	       "with documented errnos, %ld unexpected\n", iterations, hist[0],
 	       hist[1], hist[2], ok, fail, bad_errno);
@@ -354,6 +564,63 @@ static int thp_cases(int *made)
 	return bad;
 }
 
+/*
+ * A range across the boundary of two huge pages, bound to one colour
+ * with COLOR_MBIND_MIGRATE: only its pages may move.  Moving every page
+ * of both huge pages (1,024) into the colour overflows a colour's share
+ * of a small guest (EIO), and moves pages the policy does not cover.
+ * Returns 1 when it failed, 0 when it passed or no THP was made (*made 0).
+ */
+static int thp_straddle(int *made)
+{
+	const unsigned long first = 480, n = 64, hp = PC_HUGE / ps;
+	char *m = mmap(NULL, 3 * PC_HUGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *h = (char *)(((uintptr_t)m + PC_HUGE - 1) & ~(PC_HUGE - 1));
+	struct pc_check in, out_lo, out_hi;
+	unsigned long i, changed = 0, c = 7 % nr;
+	size_t moved_out;
+	pagecolor_set_t s;
+	char list[16];
+	long rc;
+
+	*made = 0;
+	if (m == MAP_FAILED)
+		return 1;
+	madvise(h, 2 * PC_HUGE, MADV_HUGEPAGE);
+	for (i = 0; i < 2 * hp; i++)
+		h[i * ps] = (char)(i * 3);
+	if (!pc_is_thp(h) || !pc_is_thp(h + PC_HUGE)) {
+		munmap(m, 3 * PC_HUGE);
+		return 0;
+	}
+	*made = 1;
+	snprintf(list, sizeof(list), "%lu", c);
+	s = pc_set(list);
+	errno = 0;
+	rc = pagecolor_sys_color_mbind((unsigned long)h + first * ps, n * ps,
+				       COLOR_MODE_BIND, s.bits, PAGE_COLOR_MAX_COLORS,
+				       COLOR_MBIND_MIGRATE);
+	if (pc_check_range(h + first * ps, n, &s, &in))
+		in.bad = n;
+	/* pages of the two huge pages outside the range now on colour c */
+	if (pc_check_range(h, first, &s, &out_lo) ||
+	    pc_check_range(h + (first + n) * ps, 2 * hp - first - n, &s, &out_hi))
+		return 1;
+	moved_out = (out_lo.pages - out_lo.bad - out_lo.absent) +
+		    (out_hi.pages - out_hi.bad - out_hi.absent);
+	for (i = 0; i < 2 * hp; i++)
+		changed += h[i * ps] != (char)(i * 3);
+	printf("# THP straddle (pages %lu-%lu of two huge pages, colour %lu): rc %ld "
+	       "(%s), %zu of %lu in the range outside the colour; %zu of %lu pages "
+	       "outside the range on the colour (chance: about %lu); %lu changed\n",
+	       first, first + n - 1, c, rc, rc ? strerror(errno) : "ok",
+	       in.bad + in.absent, n, moved_out, 2 * hp - n, (2 * hp - n) / nr, changed);
+	munmap(m, 3 * PC_HUGE);
+	return rc || in.bad || in.absent || changed ||
+	       moved_out > 2 * (2 * hp - n) / nr + 16;
+}
+
 int main(int argc, char **argv)
 {
 	long iterations = argc > 1 ? atol(argv[1]) : 100000;
@@ -371,12 +638,14 @@ int main(int argc, char **argv)
 	if (pc_write_file(THP_ENABLED, "always"))
 		tap_diag("%s: %s", THP_ENABLED, strerror(errno));
 	{
-		int made, bad;
+		int made, bad, made2;
 
 		ps = pc_page_size;
 		bad = thp_cases(&made);
-		tap_ok(made && !bad, "THP-backed ranges migrate without EIO: %d of %d "
-		       "cases failed (THP made in %d)", bad, 3, made);
+		bad += thp_straddle(&made2);
+		tap_ok(made && made2 && !bad, "THP-backed ranges migrate without EIO, "
+		       "only their own pages: %d of %d cases failed (THP made in %d)",
+		       bad, 4, made + made2);
 	}
 	pid = fork();
 	if (pid == 0)

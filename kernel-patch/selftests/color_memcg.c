@@ -15,6 +15,13 @@
  * cache must stay resident to the page (mincore() on a mapping of the RAM
  * disk, exact where memory.stat is batched per CPU): ordinary reclaim never
  * goes below memory.min, and neither may the reclaim aimed at a colour.
+ *
+ * Then the same group is protected by memory.low instead (memory_low()):
+ * with unprotected cache there the bystander keeps its cache and no "low"
+ * event is counted; with only its cache left to reclaim (the rest of
+ * memory anonymous, no swap) the aimed reclaim's second walk takes it,
+ * counting "low" events in memory.events, and the attacker gets its pages
+ * without an OOM kill.
  */
 #include "pc_test.h"
 
@@ -38,20 +45,6 @@
 static void on_alarm(int sig)
 {
 	(void)sig;	/* only interrupts the parent's read() */
-}
-
-/* Read [off, off + bytes) of @fd through the page cache: bytes read. */
-static long long read_range(int fd, long long off, long long bytes)
-{
-	static char buf[1 << 20];
-	long long done = 0;
-	ssize_t n;
-
-	while (done < bytes &&
-	       (n = pread(fd, buf, bytes - done < (long long)sizeof(buf) ?
-			  (size_t)(bytes - done) : sizeof(buf), off + done)) > 0)
-		done += n;
-	return done;
 }
 
 /* Pages of [0, len) of the RAM disk in its page cache (mincore), -1 on error. */
@@ -109,7 +102,7 @@ static int bystander(int fd, long long bytes)
 			printf("# %s: %s\n", CGPROT "/cgroup.procs", strerror(errno));
 			_exit(20);
 		}
-		_exit(read_range(fd, 0, bytes) == bytes ? 0 : 21);
+		_exit(pc_read_range(fd, 0, bytes) == bytes ? 0 : 21);
 	}
 	if (pid < 0 || waitpid(pid, &st, 0) != pid)
 		return -1;
@@ -153,22 +146,242 @@ static long attacker_bad_pages(pid_t pid, uintptr_t addr, size_t n)
 	return bad;
 }
 
+/* The group's memory.events counter @key ("low", "min", ...), -1 if absent. */
+static long long memcg_event(const char *key)
+{
+	FILE *f = fopen(CGPROT "/memory.events", "r");
+	long long v = -1, x;
+	char k[32];
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%31s %lld", k, &x) == 2)
+		if (!strcmp(k, key))
+			v = x;
+	fclose(f);
+	return v;
+}
+
+/*
+ * Run the attacker for @want pages of colour 0 (vm.page_color_restrict 0
+ * meanwhile): its wait status (-1 if it could not be waited for); its
+ * pages not of colour 0 or absent go to @bad (-1: it never got them all).
+ */
+static int run_attacker(size_t want, long *bad)
+{
+	int up[2], down[2], st = -1, restrict0 = -1;
+	struct sigaction sa;
+	void *addr = NULL;
+	char buf[32];
+	FILE *f;
+	pid_t pid;
+
+	*bad = -1;
+	f = fopen(SYSCTL, "r");
+	if (f) {
+		if (fscanf(f, "%d", &restrict0) != 1)
+			restrict0 = -1;
+		fclose(f);
+	}
+	pc_write_file(SYSCTL, "0");
+	if (pipe(up) || pipe(down))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(up[0]);
+		close(down[1]);
+		attacker(want, up[1], down[0]);
+	}
+	close(up[1]);
+	close(down[0]);
+	/* the attacker's address once it touched every page (TCG is slow) */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sigaction(SIGALRM, &sa, NULL);
+	alarm(TIMEOUT);
+	if (pid > 0 && read(up[0], &addr, sizeof(addr)) == sizeof(addr))
+		*bad = attacker_bad_pages(pid, (uintptr_t)addr, want);
+	alarm(0);
+	if (*bad == -1 && pid > 0) {
+		tap_diag("attacker did not touch its pages in %d s: killing it", TIMEOUT);
+		kill(pid, SIGKILL);
+	}
+	close(down[1]);
+	close(up[0]);
+	if (pid > 0 && waitpid(pid, &st, 0) != pid)
+		st = -1;
+	if (restrict0 >= 0) {
+		snprintf(buf, sizeof(buf), "%d", restrict0);
+		pc_write_file(SYSCTL, buf);
+	}
+	return st;
+}
+
+static int exited_ok(int st)
+{
+	return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/*
+ * An uncoloured process that holds @pages of anonymous memory (no swap
+ * here: nothing reclaims it) until it is killed.  Its pid, or -1.
+ */
+static pid_t filler(size_t pages)
+{
+	int p[2];
+	pid_t pid;
+	char c = 0;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		char *m = mmap(NULL, pages * pc_page_size, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		size_t i;
+
+		close(p[0]);
+		if (m == MAP_FAILED)
+			_exit(20);
+		for (i = 0; i < pages; i++)
+			m[i * pc_page_size] = 1;
+		if (write(p[1], &c, 1) != 1)
+			_exit(21);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	if (pid < 0 || read(p[0], &c, 1) != 1) {
+		close(p[0]);
+		return -1;
+	}
+	close(p[0]);
+	return pid;
+}
+
+/*
+ * memory.low (issue 29 item 3's second rule): with unprotected cache in
+ * the colour, the aimed reclaim leaves the bystander's cache (below its
+ * memory.low) alone and counts no MEMCG_LOW event; with only the
+ * bystander's cache left to reclaim there, a first walk reclaims nothing
+ * and skips it, and a second walk with memcg_low_reclaim takes it,
+ * counting "low" in memory.events, before any OOM kill.
+ */
+static void memory_low(int fd, const void *map, long long prot_bytes, size_t want)
+{
+	long long total = pc_meminfo_kb("MemTotal") * 1024, low0, low1, low2, low3;
+	long prot_pages = prot_bytes / pc_page_size, res0, res1, res2, res3, bad;
+	size_t want3;
+	unsigned long long rc0 = 0, rc1 = 0, rc2 = 0, rc3 = 0;
+	long long free_pages, margin, fill, free_c0;
+	int st, kills0, kills1, idle;
+	struct pc_zone_info zi;
+	char val[32];
+	pid_t fp;
+
+	/* the same group, protected by memory.low instead of memory.min */
+	snprintf(val, sizeof(val), "%lld", prot_bytes + (16 << 20));
+	if (pc_write_file(CGPROT "/memory.low", val) ||
+	    pc_write_file(CGPROT "/memory.min", "0")) {
+		tap_diag("memory.low: %s", strerror(errno));
+		tap_ok(0, "memory.low: setup");
+		return;
+	}
+	/*
+	 * Memory full of unprotected cache again: dropped and read anew, so
+	 * that the pages the first attacker freed are taken.
+	 */
+	posix_fadvise(fd, prot_bytes, 0, POSIX_FADV_DONTNEED);
+	fill = pc_read_range(fd, prot_bytes, total);
+	idle = pc_wait_kswapd_idle(IDLE_MS);
+	pc_wait_parked(1, IDLE_MS);
+	res0 = resident(map, prot_bytes);
+	low0 = memcg_event("low");
+	kills0 = pc_dmesg_find("Out of memory: Killed process", NULL, 0);
+	pagecolor_read_counter("reclaimed", &rc0);
+	st = run_attacker(want, &bad);
+	res1 = resident(map, prot_bytes);
+	low1 = memcg_event("low");
+	pagecolor_read_counter("reclaimed", &rc1);
+	tap_diag("memory.low with unprotected cache (%lld MiB read, kswapd %s): attacker "
+		 "status 0x%x, %ld pages not of colour 0; bystander's cache %ld -> %ld "
+		 "pages; memory.events low %lld -> %lld; reclaimed %llu -> %llu",
+		 fill >> 20, idle ? "busy" : "asleep", st, bad, res0, res1, low0, low1,
+		 rc0, rc1);
+	tap_ok(exited_ok(st) && bad == 0 && rc1 > rc0 && res0 >= prot_pages * 95 / 100 &&
+	       res1 >= res0 && low0 >= 0 && low1 == low0,
+	       "memory.low, unprotected cache in the colour: attacker got its %zu pages "
+	       "(reclaimed +%llu), the bystander's cache kept (%ld -> %ld), no low "
+	       "event (%lld -> %lld)", want, rc1 - rc0, res0, res1, low0, low1);
+
+	/*
+	 * Only the bystander's cache left: drop the unprotected cache, fill
+	 * memory with anonymous memory (which no reclaim here can take) down
+	 * to a margin above the high watermark, so kswapd stays asleep and
+	 * colour 0 is short of free pages.
+	 */
+	posix_fadvise(fd, prot_bytes, 0, POSIX_FADV_DONTNEED);
+	pc_wait_parked(1, IDLE_MS);
+	margin = (pc_zone_info("DMA32", &zi) == 0 ? 2 * zi.high : 0) + (4 << 20) / pc_page_size;
+	free_pages = pc_memfree_pages();
+	fp = free_pages > margin ? filler((size_t)(free_pages - margin)) : -1;
+	idle = pc_wait_kswapd_idle(IDLE_MS);
+	pc_wait_parked(1, IDLE_MS);
+	free_c0 = pc_memfree_pages() / pc_nr_colors;
+	res2 = resident(map, prot_bytes);
+	/*
+	 * The colour's free pages and half the bystander's cache on it: the
+	 * rest must come from that cache (kswapd's margin leaves the colour
+	 * more free pages than a fixed share of it would outgrow).
+	 */
+	want3 = (size_t)(free_c0 + res2 / pc_nr_colors / 2);
+	low2 = memcg_event("low");
+	pagecolor_read_counter("reclaimed", &rc2);
+	/*
+	 * kswapd may stay awake here (a watermark boost it cannot work off
+	 * with only protected cache to take), and may take some of that
+	 * cache too: "reclaimed" counts the aimed reclaim's pages alone.
+	 */
+	tap_diag("only protected cache: filler %lld pages (pid %d), margin %lld; %lld "
+		 "free pages per colour; bystander's cache %ld pages; binding %zu; "
+		 "kswapd %s", free_pages - margin, (int)fp, margin, free_c0, res2, want3,
+		 idle ? "awake" : "asleep");
+	tap_ok(fp > 0 && res2 >= prot_pages * 95 / 100 && (long long)want3 > free_c0 + 16,
+	       "memory.low, premise: only the bystander's cache is reclaimable, the "
+	       "cache resident (%ld), colour 0 short (%lld free for %zu)",
+	       res2, free_c0, want3);
+	st = run_attacker(want3, &bad);
+	res3 = resident(map, prot_bytes);
+	low3 = memcg_event("low");
+	kills1 = pc_dmesg_find("Out of memory: Killed process", NULL, 0);
+	pagecolor_read_counter("reclaimed", &rc3);
+	if (fp > 0) {
+		kill(fp, SIGKILL);
+		waitpid(fp, NULL, 0);
+	}
+	tap_diag("only protected cache: attacker status 0x%x, %ld pages not of colour 0; "
+		 "bystander's cache %ld -> %ld; memory.events low %lld -> %lld; reclaimed "
+		 "%llu -> %llu; OOM kills %d -> %d", st, bad, res2, res3, low2, low3,
+		 rc2, rc3, kills0, kills1);
+	tap_ok(exited_ok(st) && bad == 0 && kills1 == kills0,
+	       "memory.low, only protected cache: attacker got its %zu pages of colour 0, "
+	       "no OOM kill", want3);
+	tap_ok(rc3 > rc2 && low3 > low2 && res3 < res2,
+	       "memory.low, only protected cache: the second walk took the bystander's "
+	       "cache (reclaimed +%llu, lost %ld pages) and counted low events (%lld -> "
+	       "%lld)", rc3 - rc2, res2 - res3, low2, low3);
+}
+
 int main(void)
 {
 	long long total_kb, prot_bytes, fill, full;
 	unsigned long long rc0 = 0, rc1 = 0;
-	int fd, st = -1, trouble, kills0, kills1, idle, restrict0 = -1, ok_setup;
+	int fd, st, trouble, kills0, kills1, idle, ok_setup;
 	long res0, res1, prot_pages, parked, bad = -1;
-	int up[2], down[2];
-	struct sigaction sa;
-	void *addr = NULL;
 	size_t per, want, free_c0;
-	char buf[32];
-	FILE *f;
 	void *map;
-	pid_t pid;
 
-	pc_init(6);
+	pc_init(10);
 	trouble = pc_dmesg_trouble();
 	per = (size_t)(sysconf(_SC_PHYS_PAGES) / pc_nr_colors);
 	/*
@@ -204,7 +417,7 @@ int main(void)
 		}
 	}
 	/* the rest of memory: unprotected cache, read from the root group */
-	fill = ok_setup ? read_range(fd, prot_bytes, total_kb * 1024) : 0;
+	fill = ok_setup ? pc_read_range(fd, prot_bytes, total_kb * 1024) : 0;
 	idle = pc_wait_kswapd_idle(IDLE_MS);
 	parked = pc_wait_parked(1, IDLE_MS);
 	res0 = ok_setup ? resident(map, prot_bytes) : -1;
@@ -222,51 +435,16 @@ int main(void)
 	if (!ok_setup)
 		return tap_finish();
 
-	f = fopen(SYSCTL, "r");
-	if (f) {
-		if (fscanf(f, "%d", &restrict0) != 1)
-			restrict0 = -1;
-		fclose(f);
-	}
-	pc_write_file(SYSCTL, "0");
 	kills0 = pc_dmesg_find("Out of memory: Killed process", NULL, 0);
 	pagecolor_read_counter("reclaimed", &rc0);
-	if (pipe(up) || pipe(down))
-		return tap_finish();
-	pid = fork();
-	if (pid == 0) {
-		close(up[0]);
-		close(down[1]);
-		attacker(want, up[1], down[0]);
-	}
-	close(up[1]);
-	close(down[0]);
-	/* the attacker's address once it touched every page (TCG is slow) */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_alarm;
-	sigaction(SIGALRM, &sa, NULL);
-	alarm(TIMEOUT);
-	if (pid > 0 && read(up[0], &addr, sizeof(addr)) == sizeof(addr))
-		bad = attacker_bad_pages(pid, (uintptr_t)addr, want);
-	alarm(0);
-	if (bad == -1 && pid > 0) {
-		tap_diag("attacker did not touch its pages in %d s: killing it", TIMEOUT);
-		kill(pid, SIGKILL);
-	}
-	close(down[1]);
-	if (pid > 0 && waitpid(pid, &st, 0) != pid)
-		st = -1;
-	if (restrict0 >= 0) {
-		snprintf(buf, sizeof(buf), "%d", restrict0);
-		pc_write_file(SYSCTL, buf);
-	}
+	st = run_attacker(want, &bad);
 	res1 = resident(map, prot_bytes);
 	kills1 = pc_dmesg_find("Out of memory: Killed process", NULL, 0);
 	pagecolor_read_counter("reclaimed", &rc1);
 	tap_diag("attacker status 0x%x; bystander's cache %ld -> %ld pages; "
 		 "reclaimed %llu -> %llu", st, res0, res1, rc0, rc1);
 
-	tap_ok(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && bad == 0,
+	tap_ok(exited_ok(st) && bad == 0,
 	       "uid 65534 got all %zu pages, every one of colour 0 (exit %d, %ld "
 	       "of another colour or absent)", want,
 	       st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1, bad);
@@ -276,6 +454,8 @@ int main(void)
 	tap_ok(res1 >= 0 && res1 >= res0,
 	       "the bystander's cache under memory.min survived: %ld -> %ld pages "
 	       "(lost %ld)", res0, res1, res0 - res1);
+
+	memory_low(fd, map, prot_bytes, want);
 	tap_ok(pc_dmesg_trouble() == trouble, "no BUG/WARNING/Oops in dmesg");
 
 	munmap(map, prot_bytes);

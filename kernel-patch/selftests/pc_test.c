@@ -394,6 +394,19 @@ void pc_settle(void)
 	usleep(200 * 1000);
 }
 
+long long pc_read_range(int fd, long long off, long long bytes)
+{
+	static char buf[1 << 20];
+	long long done = 0;
+	ssize_t n;
+
+	while (done < bytes &&
+	       (n = pread(fd, buf, bytes - done < (long long)sizeof(buf) ?
+			  (size_t)(bytes - done) : sizeof(buf), off + done)) > 0)
+		done += n;
+	return done;
+}
+
 int pc_write_file(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");

@@ -112,6 +112,9 @@ int pc_wait_kswapd_idle(int timeout_ms);
 /* Drop caches / compact if available, then sleep a little. */
 void pc_settle(void);
 
+/* Read [off, off + bytes) of @fd through the page cache: the bytes read. */
+long long pc_read_range(int fd, long long off, long long bytes);
+
 /* Write text to a sysfs or procfs file: 0, or -1 with errno. */
 int pc_write_file(const char *path, const char *text);
 
