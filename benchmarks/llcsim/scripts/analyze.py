@@ -147,7 +147,9 @@ def machine(args, d):
            f'in each of {c.get("llc_domains")} domains (vCPU i in domain i x {c.get("llc_domains")} / '
            f'{c.get("vcpus")})') +
         f', {c.get("line")} B lines, {c.get("llc_sets")} sets, {c.get("colors")} colours, '
-        f'replacement {c.get("repl")}, simulation {c.get("sim")}.',
+        f'replacement {c.get("repl")}'
+        + (f' (the LLC {c["llc_repl"]})' if c.get('llc_repl', c.get('repl')) != c.get('repl') else '')
+        + f', simulation {c.get("sim")}.',
         f'- Timing model: cycles = insns x {c.get("cpi")} + L2 hits x {c.get("lat_l2")} + LLC hits x '
         f'{c.get("lat_llc")} + LLC misses x {c.get("lat_mem")}' + (
             f', except LLC misses to the line after one of the vCPU\'s 4 most recent LLC-missed lines (a stream '
