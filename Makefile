@@ -61,7 +61,7 @@ bench-sim: deps
 	benchmarks/llcsim/run.sh window --measure
 	benchmarks/llcsim/run.sh cpi-dyn --measure
 	benchmarks/llcsim/run.sh mlp
-	LLC_SIZE=2M L2_SIZE=256K benchmarks/llcsim/run.sh pg-validate
+	benchmarks/llcsim/run.sh pg-validate
 	benchmarks/llcsim/run.sh share
 	TABLE2_REPS=3 benchmarks/llcsim/run.sh table2
 	TABLE2_VARIANT=disjoint TABLE2_REPS=3 benchmarks/llcsim/run.sh table2

@@ -493,7 +493,7 @@ EOF
 	pg_run pg-validate pgvalidate "llcsim-pg-validation$([ "$scale" = 4 ] || echo "-scale$scale").md" \
 		"hjstream:$rows:$probe:$reps:${PGV_STREAM_MIB:-256}" \
 		--native-study "$results/native-study.md" --sizes "$sizes" --scale "$scale" \
-		--cmd "$(envs PGV_SCALE PGV_SIZES PG_REPS PGV_STREAM_MIB LLC_SIZE L2_SIZE)benchmarks/llcsim/run.sh pg-validate${2:+ $2}"
+		--cmd "$(envs PGV_SCALE PGV_SIZES PG_REPS PGV_STREAM_MIB)benchmarks/llcsim/run.sh pg-validate${2:+ $2}"
 }
 
 # The bandwidth term: native contention runs (--measure: made now, guarded)
