@@ -160,24 +160,27 @@ static void swapin_keeps_colour(int color, size_t n)
 }
 
 /*
- * Of the bystander's pages marked in @was, those still resident on colour
- * 0 (-1 on error); those in swap go to @swapped, all its pages in swap to
- * @all_swapped.
+ * Of the bystander's pages marked in @was, those still resident (-1 on
+ * error), of them those still on colour 0 in @on_c0 (compaction may move a
+ * page elsewhere: that is migration, not swap); those in swap go to
+ * @swapped, all its pages in swap to @all_swapped.
  */
-static long on_colour0(pid_t pid, uintptr_t addr, size_t n, uint64_t *e,
-		       const unsigned char *was, long *swapped, long *all_swapped)
+static long still_resident(pid_t pid, uintptr_t addr, size_t n, uint64_t *e,
+			   const unsigned char *was, long *on_c0, long *swapped,
+			   long *all_swapped)
 {
 	long r = 0;
 	size_t i;
 
 	if (pagemap(pid, addr, n, e))
 		return -1;
-	*swapped = *all_swapped = 0;
+	*on_c0 = *swapped = *all_swapped = 0;
 	for (i = 0; i < n; i++) {
 		*all_swapped += !!(e[i] & PM_SWAP);
 		if (!was[i])
 			continue;
-		r += color_of(e[i]) == 0;
+		r += !!(e[i] & PM_PRESENT);
+		*on_c0 += color_of(e[i]) == 0;
 		*swapped += !!(e[i] & PM_SWAP);
 	}
 	return r;
@@ -190,7 +193,7 @@ static void aimed_reclaim_never_swaps(void)
 	size_t per = (size_t)(sysconf(_SC_PHYS_PAGES) / pc_nr_colors);
 	size_t nb = (size_t)(total / 4 / pc_page_size), want = per / 3, i, free_c0;
 	unsigned long long rc0 = 0, rc1 = 0;
-	long c0_before, c0_after, swapped = -1, bad = -1, sw0 = -1, sw1 = -1;
+	long c0_before, c0_after, on0 = -1, on1 = -1, swapped = -1, bad = -1, sw0 = -1, sw1 = -1;
 	int up[2], down[2], fd, st = -1, idle;
 	unsigned char *was = calloc(nb, 1);
 	uint64_t *e = calloc(nb, sizeof(*e));
@@ -231,7 +234,7 @@ static void aimed_reclaim_never_swaps(void)
 	if (pagemap(by, (uintptr_t)addr, nb, e) == 0)
 		for (i = 0; i < nb; i++)
 			was[i] = color_of(e[i]) == 0;
-	c0_before = on_colour0(by, (uintptr_t)addr, nb, e, was, &swapped, &sw0);
+	c0_before = still_resident(by, (uintptr_t)addr, nb, e, was, &on0, &swapped, &sw0);
 	free_c0 = (size_t)(pc_memfree_pages() / pc_nr_colors);
 	out0 = pc_vmstat("pswpout");
 	pagecolor_read_counter("reclaimed", &rc0);
@@ -251,15 +254,16 @@ static void aimed_reclaim_never_swaps(void)
 		st = -1;
 	out1 = pc_vmstat("pswpout");
 	pagecolor_read_counter("reclaimed", &rc1);
-	c0_after = on_colour0(by, (uintptr_t)addr, nb, e, was, &swapped, &sw1);
+	c0_after = still_resident(by, (uintptr_t)addr, nb, e, was, &on1, &swapped, &sw1);
 	bad = c0_before - c0_after;
 	close(down[1]);
 	waitpid(by, NULL, 0);
 	close(fd);
 	tap_diag("aimed reclaim: binder exit status 0x%x; reclaimed %llu -> %llu; "
-		 "bystander's colour-0 pages resident %ld -> %ld (%ld in swap; of all "
-		 "its pages %ld -> %ld in swap); pswpout %lld -> %lld", st, rc0, rc1,
-		 c0_before, c0_after, swapped, sw0, sw1, out0, out1);
+		 "bystander's colour-0 pages resident %ld -> %ld (on colour 0 %ld -> %ld, "
+		 "the others migrated; %ld in swap; of all its pages %ld -> %ld in swap); "
+		 "pswpout %lld -> %lld", st, rc0, rc1, c0_before, c0_after, on0, on1,
+		 swapped, sw0, sw1, out0, out1);
 	tap_ok(idle == 0 && fill > total / 2 && free_c0 < want / 2 && c0_before > 0,
 	       "aimed reclaim: premise (kswapd asleep, %lld MiB cached, colour 0 short: "
 	       "%zu < %zu free, bystander has %ld pages there)", fill >> 20, free_c0,
