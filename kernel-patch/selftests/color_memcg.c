@@ -222,41 +222,26 @@ static int exited_ok(int st)
 	return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
+/* pc_start_holder()'s child: holds *@arg pages of anonymous memory. */
+static void fill_anon(void *arg)
+{
+	size_t pages = *(size_t *)arg, i;
+	char *m = mmap(NULL, pages * pc_page_size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED)
+		_exit(20);
+	for (i = 0; i < pages; i++)
+		m[i * pc_page_size] = 1;
+}
+
 /*
  * An uncoloured process that holds @pages of anonymous memory (no swap
  * here: nothing reclaims it) until it is killed.  Its pid, or -1.
  */
 static pid_t filler(size_t pages)
 {
-	int p[2];
-	pid_t pid;
-	char c = 0;
-
-	if (pipe(p))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		char *m = mmap(NULL, pages * pc_page_size, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		size_t i;
-
-		close(p[0]);
-		if (m == MAP_FAILED)
-			_exit(20);
-		for (i = 0; i < pages; i++)
-			m[i * pc_page_size] = 1;
-		if (write(p[1], &c, 1) != 1)
-			_exit(21);
-		pause();
-		_exit(0);
-	}
-	close(p[1]);
-	if (pid < 0 || read(p[0], &c, 1) != 1) {
-		close(p[0]);
-		return -1;
-	}
-	close(p[0]);
-	return pid;
+	return pc_start_holder(fill_anon, &pages);
 }
 
 /*

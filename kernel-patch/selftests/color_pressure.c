@@ -30,34 +30,6 @@
 #define WANT_HUGE	32	/* huge pages asked for per round */
 #define COLORED_PAGES	1024	/* the coloured process's memory */
 
-/* Fork a child that runs fn() and then waits for SIGKILL; returns after ready. */
-static pid_t start_holder(void (*fn)(void))
-{
-	int fds[2];
-	pid_t pid;
-	char c = 0;
-
-	if (pipe(fds))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		close(fds[0]);
-		fn();
-		if (write(fds[1], &c, 1) != 1)
-			_exit(1);
-		for (;;)
-			pause();
-	}
-	close(fds[1]);
-	if (pid > 0 && read(fds[0], &c, 1) != 1) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		pid = -1;
-	}
-	close(fds[0]);
-	return pid;
-}
-
 static void stop_holder(pid_t pid)
 {
 	if (pid <= 0)
@@ -67,7 +39,7 @@ static void stop_holder(pid_t pid)
 }
 
 /* Fill 60% of free memory and free every other page. */
-static void fragment(void)
+static void fragment(void *unused __attribute__((unused)))
 {
 	size_t n = (size_t)pc_memfree_pages() * 6 / 10, i;
 	char *p = mmap(NULL, n * pc_page_size, PROT_READ | PROT_WRITE,
@@ -82,7 +54,7 @@ static void fragment(void)
 }
 
 /* A process with a bind policy and coloured pages, colours 0-7. */
-static void hold_colors(void)
+static void hold_colors(void *unused __attribute__((unused)))
 {
 	if (!pc_bound_pages("0-7", COLORED_PAGES))
 		_exit(1);
@@ -127,8 +99,8 @@ static long compaction_round(const char *name, int with_policy)
 	pagecolor_drain();
 	pc_settle();
 	if (with_policy)
-		colored = start_holder(hold_colors);
-	frag = start_holder(fragment);
+		colored = pc_start_holder(hold_colors, NULL);
+	frag = pc_start_holder(fragment, NULL);
 	before = pc_free_blocks(HUGE_ORDER);
 	ok = !pc_write_file("/proc/sys/vm/compact_memory", "1");
 	after = pc_free_blocks(HUGE_ORDER);
@@ -185,7 +157,7 @@ static void parked_pages_return(void)
 	before = pc_free_blocks(10);
 	pid = fork();
 	if (pid == 0) {
-		hold_colors();
+		hold_colors(NULL);
 		pagecolor_read_counter("parked", &peak);
 		printf("# pressure: %llu pages parked while the coloured process ran\n", peak);
 		_exit(peak ? 0 : 2);

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/klog.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 
 int pc_nr_colors;
 long pc_page_size;
@@ -586,4 +587,31 @@ int pc_zone_info(const char *name, struct pc_zone_info *zi)
 				}
 	}
 	return zi->found ? 0 : -1;
+}
+
+pid_t pc_start_holder(void (*fn)(void *), void *arg)
+{
+	int fds[2];
+	pid_t pid;
+	char c = 0;
+
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		fn(arg);
+		if (write(fds[1], &c, 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	if (pid > 0 && read(fds[0], &c, 1) != 1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	close(fds[0]);
+	return pid;
 }

@@ -59,6 +59,13 @@ int pc_range_ok(const void *addr, size_t npages, const pagecolor_set_t *allowed,
 void pc_touch(void *addr, size_t npages);
 
 /*
+ * Fork a child that runs fn(arg) (which _exits on failure), says it is
+ * ready and then waits to be killed; returns its pid once it is ready,
+ * -1 (the child reaped) when it is not.
+ */
+pid_t pc_start_holder(void (*fn)(void *), void *arg);
+
+/*
  * Map npages private anonymous pages bound to the colours in list (pc_set
  * syntax) and touch them; NULL on error.
  */
