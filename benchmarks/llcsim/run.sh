@@ -101,6 +101,9 @@
 #   (PostgreSQL; the guest's static loop programs keep CPI; fitted by cpi-dyn)
 #   PF (0 = off) PF_XLAT (16): the stride prefetcher, PF lines ahead, into
 #   pages among the 2^PF_XLAT it knows the frames of (0: within a page)
+#   PF_FILL (0 = off): a vCPU's prefetch fills from memory arrive one every
+#   PF_FILL cycles at most (plugin/access.h; the native stream's rate, fitted
+#   by calibrate-bw)
 #   BW_PEAK (0 = off) BW_UMAX (0.9): memory-bandwidth contention, a miss to
 #   memory costs lat_mem / (1 - min(u, BW_UMAX)), u = both vCPUs' lines to
 #   and from memory per modeled cycle over BW_PEAK lines per 1000 cycles
@@ -111,7 +114,7 @@
 #   (plugin/tlb.h; fitted by calibrate-tlb); with DTLB set, the mlp loops
 #   run on transparent huge pages (/thp), as natively
 #   TIMING (legacy; mlp, pg-validate, calibrate-tlb, window, cpi-dyn: calibrated): calibrated = CPI, CPI_DYN, ROB, MSHR,
-#   PF, PF_XLAT, LAT_SEQ, LAT_L2, LAT_LLC, LLC_REPL, LLC_SIZE, LLC_WAYS, BW_PEAK, BW_UMAX and the TLB's from calibration/profile.env
+#   PF, PF_XLAT, PF_FILL, LAT_SEQ, LAT_L2, LAT_LLC, LLC_REPL, LLC_SIZE, LLC_WAYS, BW_PEAK, BW_UMAX and the TLB's from calibration/profile.env
 #   (run.sh calibrate's, calibrate-bw's and calibrate-tlb's fits) for those not
 #   set, and ROB_MLP/ROB_PG = its ROB; legacy = the defaults above, the timing
 #   of the pages made before the calibration (no bandwidth term, no TLBs)
@@ -136,7 +139,7 @@ case $TIMING in
 calibrated)
 	while IFS='=' read -r k v; do
 		case $k in
-		CPI | CPI_DYN | ROB | MSHR | PF | PF_XLAT | LAT_SEQ | LAT_L2 | LAT_LLC | BW_PEAK | BW_UMAX | \
+		CPI | CPI_DYN | ROB | MSHR | PF | PF_XLAT | PF_FILL | LAT_SEQ | LAT_L2 | LAT_LLC | BW_PEAK | BW_UMAX | \
 			LLC_REPL | LLC_SIZE | LLC_WAYS | DTLB | DTLB_WAYS | STLB | STLB_WAYS | LAT_STLB | LAT_WALK) [ -n "${!k+x}" ] || declare "$k=$v" ;;
 		esac
 	done <"$profile"
@@ -163,7 +166,7 @@ REPL=${REPL:-lru} LLC_REPL=${LLC_REPL:-$REPL} COLORS=${COLORS:-32} MEM=${MEM:-10
 SYNC=${SYNC:-10000} LAT_SEQ=${LAT_SEQ:-20} LAT_L2=${LAT_L2:-12} LAT_LLC=${LAT_LLC:-40}
 ROB=${ROB:-0} MSHR=${MSHR:-24} CPI=${CPI:-1} CPI_DYN=${CPI_DYN:-$CPI}
 PF=${PF:-0} PF_XLAT=${PF_XLAT:-16}
-BW_PEAK=${BW_PEAK:-0} BW_UMAX=${BW_UMAX:-0.9}
+BW_PEAK=${BW_PEAK:-0} BW_UMAX=${BW_UMAX:-0.9} PF_FILL=${PF_FILL:-0}
 DTLB=${DTLB:-0} DTLB_WAYS=${DTLB_WAYS:-0} STLB=${STLB:-3072} STLB_WAYS=${STLB_WAYS:-12}
 LAT_STLB=${LAT_STLB:-7} LAT_WALK=${LAT_WALK:-30}
 SMP=${SMP:-2} LLC_DOMAINS=${LLC_DOMAINS:-1}
@@ -230,7 +233,7 @@ boot() {
 		"$kp/scripts/mkinitramfs.sh" -o "$initrd" -t "$build/guest" -T "${PROG_TIMEOUT:-600}" -l "$list" >&2
 	local parg="$build/libllcsim.so,llc=$LLC_SIZE,llc_ways=$LLC_WAYS,l2=$L2_SIZE,l2_ways=$L2_WAYS"
 	parg+=",l1=$L1_SIZE,l1_ways=$L1_WAYS,line=64,repl=$REPL,llc_repl=$LLC_REPL,sync=$SYNC,lat_seq=$LAT_SEQ,lat_l2=$LAT_L2,lat_llc=$LAT_LLC,out=$simout"
-	parg+=",llc_domains=$LLC_DOMAINS,cpi=$CPI,cpi_dyn=$CPI_DYN,pf=$PF,pf_xlat=$PF_XLAT,bw_peak=$BW_PEAK,bw_umax=$BW_UMAX"
+	parg+=",llc_domains=$LLC_DOMAINS,cpi=$CPI,cpi_dyn=$CPI_DYN,pf=$PF,pf_xlat=$PF_XLAT,pf_fill=$PF_FILL,bw_peak=$BW_PEAK,bw_umax=$BW_UMAX"
 	[ "$DTLB" = 0 ] ||
 		parg+=",dtlb=$DTLB,dtlb_ways=$DTLB_WAYS,stlb=$STLB,stlb_ways=$STLB_WAYS,lat_stlb=$LAT_STLB,lat_walk=$LAT_WALK"
 	# run.sh calibrate: a grid of timings beside the main one

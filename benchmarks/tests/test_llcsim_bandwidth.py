@@ -35,6 +35,8 @@ def test_fit_inverts_the_queueing_latency():
     assert abs(fit["peak"] - 750.0) < 1e-9
     # two streams 0.3 each: 0.45 lines per cycle, 0.6 of the peak
     assert abs(fit["umax"] - 0.6) < 1e-12
+    # a core fills at most the stream's 0.375 lines per cycle
+    assert abs(fit["fill"] - 1 / 0.375) < 1e-12
     # and the latency the term gives the chase beside the stream is the native one
     assert abs(1 / (1 - min(fit["stream_lines_per_cycle"] / (fit["peak"] / 1000), fit["umax"])) - 2.0) < 1e-9
 
@@ -57,9 +59,10 @@ def test_bandwidth_mode_writes_profile_and_page(tmp_path):
     for _ in range(2):      # twice: the section is replaced, not added again
         subprocess.run([sys.executable, str(CALIBRATE), "bandwidth", "--memload", str(ml), "--profile", str(prof),
                         "--page", str(page)], check=True, capture_output=True)
-    assert prof.read_text() == ("# fitted\nCPI=0.4\nROB=160\n# BW_PEAK, BW_UMAX: `run.sh calibrate-bw` (calibrate.py "
-                                "bandwidth) on the native contention runs of today (calibration/native-memload.json)\n"
-                                "BW_PEAK=750.0\nBW_UMAX=0.600\n")
+    # PF_FILL: the stream alone, 0.375 lines per cycle
+    assert prof.read_text() == ("# fitted\nCPI=0.4\nROB=160\n# BW_PEAK, BW_UMAX, PF_FILL: `run.sh calibrate-bw` "
+                                "(calibrate.py bandwidth) on the native contention runs of today "
+                                "(calibration/native-memload.json)\nBW_PEAK=750.0\nBW_UMAX=0.600\nPF_FILL=2.67\n")
     text = page.read_text()
     assert text.count(calibrate.BW_SECTION) == 1
     assert text.index("## The grid") < text.index(calibrate.BW_SECTION) < text.index("<!-- analysis")
@@ -69,11 +72,15 @@ def test_bandwidth_mode_writes_profile_and_page(tmp_path):
 def test_run_sh_calibrate_keeps_the_bandwidth_term(tmp_path):
     # the CPI/ROB/MSHR fit rewrites the profile: the bandwidth lines stay
     from test_llcsim_calibration import GRID, calibrate as fit_timing, write_logs
-    (tmp_path / "profile.env").write_text("CPI=1\n# BW_PEAK, BW_UMAX: from somewhere\nBW_PEAK=685.7\nBW_UMAX=0.514\n")
+    # ... and every other fit's (share.py's LLC, PF_FILL), which it used to drop
+    others = ("# BW_PEAK, BW_UMAX, PF_FILL: from somewhere\nBW_PEAK=685.7\nBW_UMAX=0.514\nPF_FILL=3.09\n"
+              "# LLC_REPL..LAT_LLC: share.py\nLLC_REPL=srrip\nLLC_SIZE=3M\nLLC_WAYS=12\nLAT_LLC=19\n")
+    (tmp_path / "profile.env").write_text("# llcsim TIMING=calibrated: old\nCPI=1\nPF=8\n" + others)
     p, page, profile = fit_timing(tmp_path, write_logs(tmp_path, GRID))
     assert p.returncode == 0, p.stdout
-    assert "CPI=0.4\n" in profile and "CPI=1\n" not in profile
-    assert profile.endswith("LAT_SEQ=200\n# BW_PEAK, BW_UMAX: from somewhere\nBW_PEAK=685.7\nBW_UMAX=0.514\n")
+    assert "CPI=0.4\n" in profile and "CPI=1\n" not in profile and "PF=8\n" not in profile
+    assert "TIMING=calibrated: old" not in profile
+    assert profile.endswith("LAT_SEQ=200\n" + others)
     assert calibrate.BW_SECTION in page      # the committed native-memload.json's section
 
 

@@ -25,7 +25,14 @@
  *      (bandwidth.h) from the traffic before this line, which then counts;
  *   6. after any L1 miss, the prefetcher (prefetch.h) may ask for lines:
  *      each not in the L2 goes into the L2 and the LLC, uncharged; one that
- *      missed the LLC is traffic.
+ *      missed the LLC is traffic, and with a fill rate (c_fill) it arrives
+ *      when the core's fill path has room for it: one line every c_fill
+ *      after the one before.  The prefetcher runs far enough ahead that a
+ *      fill's latency is hidden (the calibrated stream alone is bound by its
+ *      instructions, as natively); what it cannot beat is the rate at which
+ *      a core takes lines from memory, the native stream's.  A demand access
+ *      that finds such a line in the L2 or the LLC before it arrived waits
+ *      for it (its level's latency plus the wait, through the charge hook).
  *
  * How an L1 miss is charged (the overlap model of timing.h or additive
  * time, counters, a grid of timings) is the caller's, through the charge
@@ -41,6 +48,10 @@
 #include "bandwidth.h"
 #include "tlb.h"
 
+/* prefetch fills from memory a core keeps track of (a power of two, at
+ * least PF_MAX_DIST: a stream's lines take distinct slots) */
+#define ACC_PEND 64
+
 enum acc_level { ACC_L1, ACC_L2, ACC_LLC, ACC_MEM, ACC_SEQ };
 
 struct acc_path {
@@ -55,10 +66,17 @@ struct acc_path {
 	unsigned int miss_pos;
 	unsigned int line_shift;	/* of the LLC */
 	uint64_t c_l2, c_llc, c_mem, c_seq;	/* centicycles */
+	uint64_t c_fill;		/* a prefetch fill from memory every c_fill at most; 0: no limit */
+	uint64_t fill_free;		/* when the fill path takes its next line */
+	struct acc_pend {
+		uint64_t line;		/* physical line + 1; 0: none */
+		uint64_t ready;		/* when it arrives (centicycles) */
+	} pend[ACC_PEND];		/* paced prefetch fills, by line */
 	/* the LLC's lookup of pa (filled on a miss): 1 on a hit */
 	int (*llc)(void *ctx, uint64_t pa);
 	/* an L1 miss served by `level` after `lat` centicycles (`base` without
-	 * the bandwidth term), both with the translation's p->xlat; ACC_L1: an
+	 * the bandwidth term, or for ACC_L2 and ACC_LLC without the wait for a
+	 * paced prefetch fill), both with the translation's p->xlat; ACC_L1: an
 	 * L1 hit whose translation took lat = p->xlat */
 	void (*charge)(void *ctx, enum acc_level level, uint64_t lat, uint64_t base);
 	/* a translation that missed the L1 DTLB (tlb != NULL): TLB_STLB, or
@@ -73,6 +91,29 @@ static inline int acc_bw_on(const struct acc_path *p)
 	return p->bw && p->bw->peak > 0;
 }
 
+/* A prefetch fill from memory wanted at t: when it arrives, the fill
+ * path taking one line every c_fill (t itself without a limit). */
+static inline uint64_t acc_fill_at(struct acc_path *p, uint64_t t)
+{
+	uint64_t at;
+
+	if (!p->c_fill)
+		return t;
+	at = t > p->fill_free ? t : p->fill_free;
+	p->fill_free = at + p->c_fill;
+	return at;
+}
+
+/* The wait (centicycles) of a demand access at the core's clock for its
+ * line pa, found in the L2 or the LLC: until a paced fill arrives. */
+static inline uint64_t acc_pend_wait(struct acc_path *p, uint64_t pa)
+{
+	uint64_t line = pa >> p->line_shift, now = *p->clock;
+	struct acc_pend *e = &p->pend[line & (ACC_PEND - 1)];
+
+	return e->line == line + 1 && e->ready > now ? e->ready - now : 0;
+}
+
 /* The prefetcher's lines after an L1 miss at vaddr/pa. */
 static inline void acc_prefetch(struct acc_path *p, void *ctx, uint64_t vaddr, uint64_t pa)
 {
@@ -80,6 +121,7 @@ static inline void acc_prefetch(struct acc_path *p, void *ctx, uint64_t vaddr, u
 	unsigned int i, n = pf_miss(p->pf, vaddr, pa, t);
 
 	for (i = 0; i < n; i++) {
+		uint64_t at;
 		int hit;
 
 		if (p->l2) {
@@ -88,8 +130,15 @@ static inline void acc_prefetch(struct acc_path *p, void *ctx, uint64_t vaddr, u
 			cm_access(p->l2, t[i], p->rng);
 		}
 		hit = p->llc(ctx, t[i]);
-		if (!hit && acc_bw_on(p))
-			bw_add(p->bw, *p->clock);
+		if (!hit) {
+			uint64_t line = t[i] >> p->line_shift;
+
+			at = acc_fill_at(p, *p->clock);
+			if (at > *p->clock)
+				p->pend[line & (ACC_PEND - 1)] = (struct acc_pend){ line + 1, at };
+			if (acc_bw_on(p))
+				bw_add(p->bw, at);
+		}
 		p->prefetched(ctx, hit);
 	}
 }
@@ -132,7 +181,7 @@ static inline uint64_t acc_translate(struct acc_path *p, void *ctx, uint64_t vad
 static inline enum acc_level acc_access(struct acc_path *p, void *ctx, uint64_t vaddr, uint64_t pa, int train)
 {
 	enum acc_level level;
-	uint64_t x;
+	uint64_t x, w;
 
 	if (p->pf && train)
 		pf_seen(p->pf, vaddr, pa);
@@ -144,10 +193,12 @@ static inline enum acc_level acc_access(struct acc_path *p, void *ctx, uint64_t 
 	}
 	if (p->l2 && cm_access(p->l2, pa, p->rng)) {
 		level = ACC_L2;
-		p->charge(ctx, level, p->c_l2 + x, p->c_l2 + x);
+		w = p->c_fill ? acc_pend_wait(p, pa) : 0;
+		p->charge(ctx, level, p->c_l2 + x + w, p->c_l2 + x);
 	} else if (p->llc(ctx, pa)) {
 		level = ACC_LLC;
-		p->charge(ctx, level, p->c_llc + x, p->c_llc + x);
+		w = p->c_fill ? acc_pend_wait(p, pa) : 0;
+		p->charge(ctx, level, p->c_llc + x + w, p->c_llc + x);
 	} else {
 		uint64_t line = pa >> p->line_shift, base, lat;
 		int seq = 0, j;

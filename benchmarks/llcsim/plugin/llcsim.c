@@ -85,6 +85,11 @@
  *     a prefetched line costs what its level costs when it is used.
  *     pf_xlat: 2^N pages of translations it may prefetch into (0: none,
  *     prefetches stop at the 4 KiB page).
+ *   pf_fill=C (cycles, 0 = off, the default): a vCPU's prefetch fills from
+ *     memory arrive one every C cycles at most (plugin/access.h: the
+ *     prefetcher hides their latency, not the rate a core takes lines from
+ *     memory); an access that finds a line before its fill arrived waits
+ *     for it.  Counted in the dumps: pfw= (such accesses), pfwait= (cycles).
  *   dtlb=E dtlb_ways=W stlb=E stlb_ways=W lat_stlb=7 lat_walk=30: data TLBs
  *     per vCPU (plugin/tlb.h; dtlb=0, the default: none, translation is
  *     free): an L1 DTLB and an L2 DTLB (STLB) of E entries, W ways (0:
@@ -145,7 +150,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define DYN_VADDR	0x100000000ull	/* cpi_dyn= from here (user mode) */
 
 enum { F_INSNS, F_DYN, F_ACC, F_L1M, F_L2M, F_LLCM, F_SEQM, F_OVLM, F_STALL, F_PF, F_PFM, F_BWX, F_BWL,
-       F_STLB, F_WALK, F_WALKM, F_WALKH, F_XLAT, F_XADD, NF };
+       F_STLB, F_WALK, F_WALKM, F_WALKH, F_XLAT, F_XADD, F_PFW, F_PFWL, NF };
 enum { M_USER, M_KERNEL, NM };
 
 struct vcpu {
@@ -198,6 +203,7 @@ static struct {
 	uint64_t rob;			/* instruction window; 0 = no overlap */
 	unsigned mshr;			/* outstanding misses */
 	unsigned int pf, pf_streams, pf_xlat;	/* prefetch distance (lines), table, 2^ pages */
+	double pf_fill;			/* cycles a prefetch fill from memory takes of the core's path (0: free) */
 	double bw_peak, bw_umax;	/* lines per 1000 cycles (0 = off), cap of u */
 	uint64_t bw_slot;		/* cycles per slot of the traffic window (0: sync's) */
 	unsigned int dtlb, dtlb_ways, stlb, stlb_ways;	/* TLB entries (dtlb 0: no TLBs) */
@@ -341,12 +347,11 @@ static void charge_miss(void *ctx, enum acc_level level, uint64_t lat, uint64_t 
 		return;
 	}
 	s[F_L1M]++;
-	if (level == ACC_L2) {
-		charge(x->v, s, x->vaddr, x->pa, x->info, lat, x->mode);
-		return;
-	}
-	s[F_L2M]++;
-	if (level == ACC_LLC) {
+	s[F_L2M] += level != ACC_L2;
+	if (level == ACC_L2 || level == ACC_LLC) {
+		/* lat - base: the wait for a paced prefetch fill (pf_fill=) */
+		s[F_PFW] += lat > base;
+		s[F_PFWL] += lat - base;
 		charge(x->v, s, x->vaddr, x->pa, x->info, lat, x->mode);
 		return;
 	}
@@ -525,7 +530,7 @@ static double cycles_of(const uint64_t *f)
 	return base + (double)(f[F_L1M] - f[F_L2M]) * cfg.lat_l2 +
 	       (double)(f[F_L2M] - f[F_LLCM]) * cfg.lat_llc +
 	       (double)(f[F_LLCM] - f[F_SEQM]) * cfg.lat_mem + (double)f[F_SEQM] * cfg.lat_seq +
-	       (double)f[F_BWX] / 100 + (double)f[F_XADD] / 100;
+	       (double)f[F_BWX] / 100 + (double)f[F_XADD] / 100 + (double)f[F_PFWL] / 100;
 }
 
 static void dump_tag(unsigned int ender, uint32_t tag)
@@ -557,12 +562,12 @@ static void dump_tag(unsigned int ender, uint32_t tag)
 			" %s_l2m=%" PRIu64 " %s_llcm=%" PRIu64 " %s_seqm=%" PRIu64 " %s_ovlm=%" PRIu64
 			" %s_stall=%" PRIu64 " %s_cycles=%.0f %s_pf=%" PRIu64 " %s_pfm=%" PRIu64
 			" %s_bwlat=%" PRIu64 " %s_stlb=%" PRIu64 " %s_walk=%" PRIu64 " %s_walkm=%" PRIu64
-			" %s_walkh=%" PRIu64 " %s_xlat=%" PRIu64,
+			" %s_walkh=%" PRIu64 " %s_xlat=%" PRIu64 " %s_pfw=%" PRIu64 " %s_pfwait=%" PRIu64,
 			p, sum[m][F_INSNS], p, sum[m][F_DYN], p, sum[m][F_ACC], p, sum[m][F_L1M],
 			p, sum[m][F_L2M], p, sum[m][F_LLCM], p, sum[m][F_SEQM], p, sum[m][F_OVLM],
 			p, sum[m][F_STALL] / 100, p, cycles_of(sum[m]), p, sum[m][F_PF], p, sum[m][F_PFM],
 			p, sum[m][F_BWL] / 100, p, sum[m][F_STLB], p, sum[m][F_WALK], p, sum[m][F_WALKM],
-			p, sum[m][F_WALKH], p, sum[m][F_XLAT] / 100);
+			p, sum[m][F_WALKH], p, sum[m][F_XLAT] / 100, p, sum[m][F_PFW], p, sum[m][F_PFWL] / 100);
 	}
 	/* each grid timing's user-mode cycles: its stalls, its CPI */
 	for (k = 0; k < ngrid; k++)
@@ -770,6 +775,8 @@ static int parse_arg(const char *a)
 	if (!strcmp(key, "pf_streams"))
 		return (cfg.pf_streams = (unsigned int)atoi(val)) >= 1 &&
 			cfg.pf_streams <= PF_MAX_STREAMS ? 0 : -1;
+	if (!strcmp(key, "pf_fill"))
+		return (cfg.pf_fill = atof(val)) >= 0 ? 0 : -1;
 	if (!strcmp(key, "pf_xlat"))
 		return (cfg.pf_xlat = (unsigned int)atoi(val)) <= 24 ? 0 : -1;
 	if (!strcmp(key, "bw_peak"))
@@ -944,6 +951,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 			.bw = &bw, .tlb = cfg.dtlb ? &v->tlb : NULL, .rng = &v->rng, .clock = &v->clock,
 			.line_shift = v->llc->line_shift,
 			.c_l2 = c_l2, .c_llc = c_llc, .c_mem = c_mem, .c_seq = c_seq,
+			.c_fill = (uint64_t)(cfg.pf_fill * 100 + 0.5),
 			.llc = llc_lookup, .charge = charge_miss, .prefetched = prefetched, .xlated = xlated,
 		};
 		if (ngrid) {
@@ -968,13 +976,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 		" line=%u llc_sets=%u colors=%" PRIu64 " repl=%s llc_repl=%s sim=%s vcpus=%d"
 		" cpi=%g cpi_dyn=%g lat_l2=%g lat_llc=%g lat_mem=%g lat_seq=%g sync=%" PRIu64
 		" rob=%" PRIu64 " mshr=%u ram_mib=%" PRIu64 " llc_domains=%u pf=%u pf_streams=%u pf_xlat=%u"
-		" bw_peak=%g bw_umax=%g bw_slot=%" PRIu64 " dtlb=%u/%u stlb=%u/%u lat_stlb=%g lat_walk=%g",
+		" pf_fill=%g bw_peak=%g bw_umax=%g bw_slot=%" PRIu64 " dtlb=%u/%u stlb=%u/%u lat_stlb=%g lat_walk=%g",
 		cfg.l1, cfg.l1_ways, cfg.l2, cfg.l2_ways, cfg.llc, cfg.llc_ways,
 		cfg.line, llcs[0].sets, cfg.llc / ((uint64_t)cfg.llc_ways * 4096),
 		repl_name[cfg.repl], repl_name[cfg.llc_repl], cfg.tagged ? "tagged" : "always",
 		nvcpus, cfg.cpi, cfg.cpi_dyn, cfg.lat_l2, cfg.lat_llc, cfg.lat_mem, cfg.lat_seq, cfg.sync / 100,
 		cfg.rob, cfg.mshr, ram_size >> 20, cfg.llc_domains, cfg.pf, cfg.pf_streams, cfg.pf_xlat,
-		cfg.bw_peak, cfg.bw_umax, cfg.bw_slot, cfg.dtlb, cfg.dtlb_ways, cfg.stlb, cfg.stlb_ways,
+		cfg.pf_fill, cfg.bw_peak, cfg.bw_umax, cfg.bw_slot, cfg.dtlb, cfg.dtlb_ways, cfg.stlb, cfg.stlb_ways,
 		cfg.lat_stlb, cfg.lat_walk);
 	for (i = 0; i < (int)ngrid; i++)
 		fprintf(out, " g%d=%g:%" PRIu64 ":%u", i, gridpts[i].cpi, gridpts[i].rob, gridpts[i].mshr);

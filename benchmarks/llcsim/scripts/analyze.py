@@ -161,6 +161,9 @@ def machine(args, d):
             f' Stride prefetcher on: {c.get("pf")} lines ahead into the L2 and the LLC, trained on the L1 '
             f'misses\' virtual lines, into pages among the 2^{c.get("pf_xlat")} it knows the frames of '
             f'([llcsim-calibration](llcsim-calibration.md)).' if int(c.get('pf', 0) or 0) else '') + (
+            f' Its fills from memory arrive one every {c.get("pf_fill")} cycles at most (pf_fill, the native '
+            f'stream\'s rate), a line used before it arrived waiting for it.'
+            if float(c.get('pf_fill', 0) or 0) else '') + (
             f' Miss overlap on: L1 misses stay outstanding for their level\'s latency, a miss following a pointer an '
             f'outstanding one loaded issues when that one completes, and the vCPU stalls with '
             f'{c.get("mshr")} misses outstanding and when its instructions pass {c.get("rob")} beyond an '

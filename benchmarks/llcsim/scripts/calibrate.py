@@ -89,7 +89,7 @@ def evaluate(run, native):
 
 
 BW_SECTION = '## Memory-bandwidth contention (the bandwidth term)'
-BW_KEYS = ('BW_PEAK', 'BW_UMAX')
+BW_KEYS = ('BW_PEAK', 'BW_UMAX', 'PF_FILL')
 
 
 def fit_bandwidth(ml, lat_mem=200.0):
@@ -97,7 +97,9 @@ def fit_bandwidth(ml, lat_mem=200.0):
     (calibration/native-memload.json, benchmarks/llcsim/native/memload.py).
 
     A modeled cycle is the native 256 MiB chase's load over lat_mem (the
-    model charges lat_mem for it).  The chase beside the stream pays r times
+    model charges lat_mem for it).  fill: the modeled cycles a line of the
+    stream alone takes, the fastest a core fills lines from memory (PF_FILL:
+    the prefetcher's fills are paced at it).  The chase beside the stream pays r times
     its alone latency: lat / (1 - u) says the stream's lines keep the memory
     u = 1 - 1/r busy, so the peak is the stream's lines per modeled cycle
     (alone: the chase takes little) over u.  umax: what two streams side by
@@ -112,11 +114,11 @@ def fit_bandwidth(ml, lat_mem=200.0):
     out = {'cycle_ns': cycle_ns, 'ratio': r, 'lat0_ns': lat0, 'stream_lines_per_cycle': one,
            'two_streams_lines_per_cycle': two}
     if r <= 1:
-        out.update(u_stream=0.0, peak=0.0, umax=0.0)
+        out.update(u_stream=0.0, peak=0.0, umax=0.0, fill=1 / one)
         return out
     u = 1 - 1 / r
     peak = one / u
-    out.update(u_stream=u, peak=1000 * peak, umax=min(0.95, max(u, two / peak)))
+    out.update(u_stream=u, peak=1000 * peak, umax=min(0.95, max(u, two / peak)), fill=1 / one)
     return out
 
 
@@ -135,7 +137,9 @@ def bandwidth_lines(ml, fit):
          'the quantum) over a peak. '
          'Written-back dirty lines are not counted (the cache model keeps no dirty bits): the peak is in '
          'lines filled, fitted on a stream that writes back every line it reads. Two parameters, fitted '
-         'on the native contention runs only (`calibrate.py bandwidth`; nothing of the PostgreSQL curve):', '',
+         'on the native contention runs only (`calibrate.py bandwidth`; nothing of the PostgreSQL curve), '
+         'and beside them the rate at which one core takes lines from memory (`PF_FILL`, since '
+         '2026-11-26 22:10: the stream alone):', '',
          f'- Native: {ml["machine"]}; {ml["date"]}, {ml["pairs"]} alternating pairs each (alone, beside), '
          f'{ml["guard"].lstrip("- ")}',
          f'- Command: `{ml["command"]}`; raw runs in `benchmarks/llcsim/calibration/native-memload.json`.', '',
@@ -156,7 +160,10 @@ def bandwidth_lines(ml, fit):
           f'lines per modeled cycle (1 cycle = the 256 MiB chase\'s {fit["lat0_ns"]:.1f} ns / 200) over '
           f'u = 1 - 1/{fit["ratio"]:.2f} = {fit["u_stream"]:.3f} (the chase beside it) |',
           f'| `BW_UMAX` | {fit["umax"]:.3f} | two streams together move {fit["two_streams_lines_per_cycle"]:.3f} lines '
-          f'per cycle: over the peak, at least the one stream\'s u, at most 0.95 |', '',
+          f'per cycle: over the peak, at least the one stream\'s u, at most 0.95 |',
+          f'| `PF_FILL` | {fit["fill"]:.2f} cycles a line | the stream alone, {fit["stream_lines_per_cycle"]:.3f} lines per '
+          f'modeled cycle: a vCPU\'s prefetch fills from memory arrive at most that fast (plugin/access.h; '
+          f'without it the guest\'s stream, bound only by its instructions, moved 0.412 lines a cycle) |', '',
           'Written to `benchmarks/llcsim/calibration/profile.env` (`TIMING=calibrated`); `TIMING=legacy` and '
           'an unset `BW_PEAK` leave the term off. The fit reproduces the 256 MiB chase beside the stream by '
           'construction; the smaller chases beside it are what the LLC sharing must explain, not this term.', '']
@@ -218,15 +225,16 @@ def bandwidth_main(argv):
     with open(a.memload) as f:
         ml = json.load(f)
     fit = fit_bandwidth(ml)
-    set_profile(a.profile, {'BW_PEAK': f'{fit["peak"]:.1f}', 'BW_UMAX': f'{fit["umax"]:.3f}'},
-                f'# BW_PEAK, BW_UMAX: `run.sh calibrate-bw` (calibrate.py bandwidth) on the native contention runs '
+    set_profile(a.profile, {'BW_PEAK': f'{fit["peak"]:.1f}', 'BW_UMAX': f'{fit["umax"]:.3f}',
+                            'PF_FILL': f'{fit["fill"]:.2f}'},
+                f'# BW_PEAK, BW_UMAX, PF_FILL: `run.sh calibrate-bw` (calibrate.py bandwidth) on the native contention runs '
                 f'of {ml["date"]} (calibration/native-memload.json)')
     if a.page:
         with open(a.page) as f:
             text = f.read()
         with open(a.page, 'w') as f:
             f.write(replace_section(text, bandwidth_lines(ml, fit)))
-    print(f'bandwidth: BW_PEAK={fit["peak"]:.1f} BW_UMAX={fit["umax"]:.3f} (u of one stream {fit["u_stream"]:.3f}, '
+    print(f'bandwidth: BW_PEAK={fit["peak"]:.1f} BW_UMAX={fit["umax"]:.3f} PF_FILL={fit["fill"]:.2f} (u of one stream {fit["u_stream"]:.3f}, '
           f'chase beside it {fit["ratio"]:.2f}x)')
     return 0
 
@@ -549,6 +557,11 @@ def dyn_main(argv):
     return 0 if ok and fit is not None else 1
 
 
+# calibrate.py's own profile lines (the others' stay when it rewrites the profile)
+OWN_KEYS = ('CPI', 'ROB', 'MSHR', 'PF', 'PF_XLAT', 'LAT_SEQ')
+OWN_HEADER = ('# llcsim TIMING=calibrated:', '# (docs/results/llcsim-calibration.md;', '# calibration/native-mlp.json)')
+
+
 def main():
     if sys.argv[1:2] == ['dyn']:
         return dyn_main(sys.argv[2:])
@@ -691,10 +704,9 @@ def main():
     ok = all(ok for ok, _ in checks)
     if best and args.profile and runs_ok:     # the best fit, even one off by more than the tolerance
         kept = []
-        if os.path.exists(args.profile):      # calibrate.py bandwidth's, tlb's and dyn's values stay, in their order
+        if os.path.exists(args.profile):      # every other fit's values (bandwidth, tlb, dyn, share) stay, in their order
             with open(args.profile) as f:
-                kept = [ln for ln in f if ln.startswith(tuple(k + '=' for k in BW_KEYS + TLB_KEYS + DYN_KEYS) +
-                                                        ('# BW_', '# DTLB', '# CPI_DYN'))]
+                kept = [ln for ln in f if not ln.startswith(tuple(k + '=' for k in OWN_KEYS) + OWN_HEADER)]
         now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
         with open(args.profile, 'w') as f:
             f.write(f'# llcsim TIMING=calibrated: fitted by `{args.cmd}` on {now}\n'

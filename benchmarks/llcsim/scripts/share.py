@@ -142,7 +142,7 @@ def main(argv=None):
          f'- A native ns is {1 / cycle_ns:.3f} modeled cycles (native-memload.json: the 256 MiB chase alone '
          f'{cycle_ns * LAT_MEM:.1f} ns = {LAT_MEM:.0f} cycles).',
          f'- Guest: L2 {int(c.get("l2", "0/0").split("/")[0]) >> 10} KiB, the calibrated timing (cpi {c.get("cpi")}, '
-         f'rob {c.get("rob")}, mshr {c.get("mshr")}, pf {c.get("pf")}, bw_peak {c.get("bw_peak")}, dtlb '
+         f'rob {c.get("rob")}, mshr {c.get("mshr")}, pf {c.get("pf")}, pf_fill {c.get("pf_fill", "0")}, bw_peak {c.get("bw_peak")}, dtlb '
          f'{c.get("dtlb")}, lat_l2 {c.get("lat_l2")}); LLC size, ways, replacement and lat_llc per variant; '
          'chases and the stream on THP; the stream increments a word of each line of 256 MiB (natively '
          'stream_antagonist does so over 1 GiB).',

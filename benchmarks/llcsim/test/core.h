@@ -32,6 +32,7 @@ struct core {
 	uint64_t rng, clock, icount;	/* clock: centicycles */
 	uint64_t c_cpi, c_l2, c_llc, c_mem;
 	uint64_t l1m, l2h, llch, mem, pf_fill, pf_mem;
+	uint64_t pfw, pfwait;		/* accesses that waited for a paced prefetch fill, centicycles */
 	uint64_t stlb, walks, walk_l2, walk_llc, walk_mem, walk_huge, xlat_l1;	/* translations (tlb.h) */
 	int huge;			/* data on 2 MiB frames */
 	uint64_t va, val;		/* the access under way (for the overlap model) */
@@ -51,7 +52,6 @@ static inline void core_charge(void *ctx, enum acc_level level, uint64_t lat, ui
 {
 	struct core *c = ctx;
 
-	(void)base;
 	if (level == ACC_L1) {		/* an L1 hit's translation */
 		c->xlat_l1++;
 		c->clock += c->tm.rob ? tm_stall(&c->tm, c->clock, c->icount, c->va, c->val, lat) : lat;
@@ -60,6 +60,10 @@ static inline void core_charge(void *ctx, enum acc_level level, uint64_t lat, ui
 	c->l1m++;
 	c->l2h += level == ACC_L2;
 	c->llch += level == ACC_LLC;
+	if (level == ACC_L2 || level == ACC_LLC) {
+		c->pfw += lat > base;
+		c->pfwait += lat - base;
+	}
 	c->mem += level >= ACC_MEM;
 	c->clock += c->tm.rob ? tm_stall(&c->tm, c->clock, c->icount, c->va, c->val, lat) : lat;
 }

@@ -24,7 +24,7 @@ static inline void loop_touch(struct core *c, uint64_t bytes)
 {
 	for (uint64_t a = 0; a < bytes; a += 64)
 		core_load(c, LOOP_BASE + a, 0);
-	c->l1m = c->l2h = c->llch = c->mem = c->pf_fill = 0;
+	c->l1m = c->l2h = c->llch = c->mem = c->pf_fill = c->pfw = c->pfwait = 0;
 	c->stlb = c->walks = c->walk_l2 = c->walk_llc = c->walk_mem = c->walk_huge = c->xlat_l1 = 0;
 }
 

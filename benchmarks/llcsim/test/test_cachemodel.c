@@ -466,6 +466,7 @@ int main(void)
 			   "timing: additive (rob=0) charges every miss its full latency", t, add);
 		}
 		core_free(&k);
+
 	}
 
 	/*
@@ -842,6 +843,50 @@ int main(void)
 	ok(fabs(bw_u_lag[0] - 5 / 16.0) < 1e-3 && fabs(bw_u_lag[1] - 14 / 16.0) < 1e-3,
 	   "1,000-cycle slots %.3f, quantum slots %.3f", "bandwidth: a stream a sync quantum behind: u of the rate seen",
 	   bw_u_lag[0], bw_u_lag[1]);
+
+	/* 53-55: prefetch fills paced (pf_fill=; access.h) */
+	{
+		struct core k;
+		uint64_t lines = 16 << 14, pages = (16 << 8) + 4096 + 512;
+		double t;
+
+		/* 53: prefetch fills paced at one line every 10 cycles: the
+		 * stream of test 30 (2.8 cycles a line by its instructions) runs
+		 * at the fill rate, waiting on lines not yet arrived */
+		core_init(&k, pages, 8, 16, 320, 13, 0.4);
+		k.path.c_fill = 1000;
+		t = loop_stream(&k, lines, 100000, 1);
+		ok(t > 0.98 * 10 && t < 1.02 * 10 && k.pfw > 0.9 * 100000,
+		   "%.3f cycles per line (fill every 10), %g loads waited", "timing: a paced prefetcher holds a stream to its fill rate",
+		   t, (double)k.pfw);
+		core_free(&k);
+
+		/* 54: a fill rate above the instructions' pace changes nothing */
+		core_init(&k, pages, 8, 16, 320, 13, 0.4);
+		k.path.c_fill = 200;
+		t = loop_stream(&k, lines, 100000, 1);
+		ok(t > 7 * 0.4 - 0.01 && t < 7 * 0.4 * 1.05, "%.3f cycles per line, 7 x 0.4 = %.2f",
+		   "timing: a fill rate faster than the stream does not slow it", t, 2.8);
+		core_free(&k);
+
+		/* 55: nor does it touch what the prefetcher does not cover */
+		{
+			double r[2], ch[2];
+			int f;
+
+			for (f = 0; f < 2; f++) {
+				core_init(&k, pages, 8, 16, 320, 13, 0.4);
+				k.path.c_fill = f ? 1000 : 0;
+				r[f] = loop_rand(&k, lines, 50000);
+				ch[f] = loop_chase(&k, lines, 20000);
+				core_free(&k);
+			}
+			/* (the prefetcher trains on a chance stride now and then) */
+			ok(fabs(r[1] / r[0] - 1) < 1e-3 && fabs(ch[1] / ch[0] - 1) < 1e-3,
+			   "random loads %.3f, chase %.3f cycles a load paced, within 0.1%% of not",
+			   "timing: paced fills leave random loads and a chase as they were", r[1], ch[1]);
+		}
+	}
 
 	printf("# %d/%d passed\n", ntest - nfail, ntest);
 	return nfail ? 1 : 0;
