@@ -60,9 +60,9 @@ bench-sim: deps
 	CAL_PF=16 benchmarks/llcsim/run.sh calibrate
 	benchmarks/llcsim/run.sh window --measure
 	benchmarks/llcsim/run.sh cpi-dyn --measure
+	benchmarks/llcsim/run.sh share
 	benchmarks/llcsim/run.sh mlp
 	benchmarks/llcsim/run.sh pg-validate
-	benchmarks/llcsim/run.sh share
 	TABLE2_REPS=3 benchmarks/llcsim/run.sh table2
 	TABLE2_VARIANT=disjoint TABLE2_REPS=3 benchmarks/llcsim/run.sh table2
 	TABLE2_VARIANT=default TABLE2_REPS=3 benchmarks/llcsim/run.sh table2

@@ -28,6 +28,14 @@ successive alone runs: the smallest effect the design separates from the
 machine's own drift.  The same pairs are also given in the target backend's
 CPU time (/proc/PID/schedstat), which waiting for a CPU does not inflate.
 
+The host places each vCPU on a core of its choosing, and about a third of
+the time the two sit in different L3s, where a co-runner shares no LLC
+with the target (docs/machine.md).  So every co-run is bracketed by the
+round trip of a cache line between the two vCPUs (harness/placement.py:
+bwload.c pingpong, just before the co-runner starts and just after it
+stops), and the page gives each cell again over the pairs whose co-run had
+both vCPUs in one L3 (--no-placement: not measured).
+
 The probe's time is decomposed by the slope over the probe count: the same
 join over all P and over the first P/2 probe rows (same scan, same build),
 so (T_P - T_P/2) / (P/2) is the time per probe without the build or the
@@ -57,7 +65,7 @@ import tempfile
 import time
 
 from . import llc_knee
-from .harness import pg, report, stats
+from .harness import pg, placement, report, stats
 from .harness.cli import parser, run, say_fn, start_guard
 
 HERE = llc_knee.HERE
@@ -72,6 +80,7 @@ QUICK_SIZES = "0.5,16"
 TUPLE_BYTES = 40
 BUCKET_BYTES = 8
 KINDS = ("stream", "scan", "hash join")
+MIN_ONE_L3 = 3          # pairs in one L3 a cell needs to be given
 JOIN_SETTINGS = ["set enable_nestloop = off", "set enable_mergejoin = off", "set work_mem = '1GB'"]
 
 
@@ -340,27 +349,43 @@ class Loop:
         self.looper.stop()
 
 
-def pairs(conn, q, corunner, rounds, say, label):
+def pairs(conn, q, corunner, rounds, say, label, where=None):
     """pg.paired_rounds of q on conn beside corunner, and 'busy': the
-    co-runner's CPU time over each co-run's wall time."""
-    busy, cpu_at = [], {}
+    co-runner's CPU time over each co-run's wall time; with where (a
+    callable: the vCPUs' round trip, ns), 'pingpong': its readings just
+    before and after each co-run."""
+    busy, cpu_at, readings = [], {}, []
 
     def start():
+        if where:
+            readings.append([where()])
         corunner.start()
         cpu_at["start"] = pg.backend_cpu(corunner.pid)
 
     def stop():
         cpu_at["stop"] = pg.backend_cpu(corunner.pid)
         corunner.stop()
+        if where:
+            readings[-1].append(where())
 
     def on_round(r, w, w2, cpu, cpu2):
         if cpu_at["start"] is not None and cpu_at["stop"] is not None:
             busy.append((cpu_at["stop"] - cpu_at["start"]) / w2)
-        say(f"  {label} round {r + 1}/{rounds}: alone {w:.3f} s, co-run {w2:.3f} s ({w2 / w:.2f}x)")
+        say(f"  {label} round {r + 1}/{rounds}: alone {w:.3f} s, co-run {w2:.3f} s ({w2 / w:.2f}x)"
+            + (f", round trip {readings[-1][0]:.0f}/{readings[-1][1]:.0f} ns" if where else ""))
 
     m = pg.paired_rounds(conn, q.sql, start, stop, rounds, on_round)
     m["busy"] = busy
+    if where:
+        m["pingpong"] = readings
     return m
+
+
+def one_l3_cell(co, alone, readings):
+    """(ci_summary of the co-run / alone ratios of the pairs whose readings
+    all say one L3, or None under MIN_ONE_L3 of them; how many there were)."""
+    ratios = [c / a for c, a, w in zip(co, alone, readings) if placement.one_l3(w)]
+    return (ci_summary(ratios) if len(ratios) >= MIN_ONE_L3 else None), len(ratios)
 
 
 def cpu_or_wall(*runs):
@@ -394,6 +419,8 @@ def main(argv=None):
     ap.add_argument("--chase-accesses", type=int, default=4000000, help="pointer-chase loads per size")
     ap.add_argument("--chase-reps", type=int, default=3, help="chase alone / beside the stream per size")
     ap.add_argument("--cpus", default="0,1", help="CPU of the target, CPU of the co-runners ('' = no pinning)")
+    ap.add_argument("--no-placement", action="store_true",
+                    help="do not bracket the co-runs with the vCPUs' round trip (one L3 or two)")
     ap.add_argument("--name", default="native-study")
     a = ap.parse_args(argv)
     sizes = [float(x) for x in (a.sizes or (QUICK_SIZES if a.quick else SIZES)).split(",")]
@@ -420,6 +447,10 @@ def main(argv=None):
     tmp, stream = tempfile.TemporaryDirectory(), None
     try:
         chase_exe = llc_knee.build(tmp.name)
+        where = None
+        if not a.no_placement and cpu_t is not None:
+            bw = placement.build(tmp.name)
+            where = lambda: placement.round_trip_ns(bw, (cpu_t, cpu_c))   # noqa: E731
         stream = Stream(llc_knee.build(tmp.name, STREAM_SOURCE), a.stream_mib, cpu_c, notes)
         with pg.connect(a.db) as c:     # the scan table into shared buffers
             c.execute(scanq.sql).fetchall()
@@ -439,12 +470,15 @@ def main(argv=None):
                     corunner = stream if kind == "stream" else Loop(
                         scanq if kind == "scan" else q, a.db, cpu_c, notes, f"the {kind} co-runner's backend")
                     with guard.measuring(f"{size:g} MB beside {kind}"):
-                        m = pairs(conn, q, corunner, rounds, say, f"{size:g} MB beside {kind}")
+                        m = pairs(conn, q, corunner, rounds, say, f"{size:g} MB beside {kind}", where)
                     alone_blocks.append(m["alone"])
                     cpu_blocks.append(m["alone_cpu"])
                     busy_all[kind] += m["busy"]
                     cells[kind] = ci_summary(stats.ratios(m["co"], m["alone"]))
                     cells[kind + " cpu"] = ci_summary(stats.ratios(m["co_cpu"], m["alone_cpu"]))
+                    if "pingpong" in m:
+                        cells[kind + " one L3"], cells[kind + " one L3 n"] = one_l3_cell(
+                            m["co"], m["alone"], m["pingpong"])
                 alone_all = [t for b in alone_blocks for t in b]
                 rows.append({"size": size, "rows": R, "peak": ex["peak_bytes"], "alone": ci_summary(alone_all),
                              "res": resolution(alone_blocks), "res cpu": resolution(cpu_blocks), **cells})
@@ -499,13 +533,32 @@ def thp():
 
 
 CELL = re.compile(r"\**([\d.]+) \(([\d.]+)-([\d.]+)\)\**")
+ONE_L3_TITLE = "### Pairs with both vCPUs in one L3"
+
+
+def table_rows(lines, first_col):
+    """The rows (dicts by column) of the first markdown table in lines whose
+    header starts with `| first_col |`; [] if none."""
+    hdr = next((i for i, ln in enumerate(lines) if ln.startswith(f"| {first_col} |")), None)
+    if hdr is None:
+        return []
+    cols = [c.strip() for c in lines[hdr].strip("|").split("|")]
+    out = []
+    for ln in lines[hdr + 2:]:
+        if not ln.startswith("|"):
+            break
+        out.append(dict(zip(cols, (c.strip() for c in ln.strip("|").split("|")))))
+    return out
 
 
 def curve_from_page(path):
     """The beside-stream curve of a page `write` made (docs/results/native-study.md),
     read back for the simulator's validation (llcsim run.sh pg-validate):
-    {date, command, machine, rounds, effective_llc_mb, sizes: [{mb, build_rows,
-    alone_s, stream: {median, lo, hi}}]}."""
+    {date, command, machine, rounds, effective_llc_mb, placement, sizes: [{mb,
+    build_rows, alone_s, stream: {median, lo, hi}, pairs}]}.  When the page
+    has the pairs in one L3 (placement measured), stream is theirs (the
+    simulator models one shared LLC) and pairs their count; a size with
+    too few of them keeps the cell over all pairs (pairs None)."""
     with open(path) as f:
         lines = f.read().splitlines()
     meta = {k: next((ln[len(f"- {k}: "):] for ln in lines if ln.startswith(f"- {k}: ")), None)
@@ -513,21 +566,25 @@ def curve_from_page(path):
     pgline = next((ln[2:] for ln in lines if ln.startswith("- PostgreSQL ")), "")
     c_mb = re.search(r"mccdb C = ([\d.]+) MB", pgline)
     rounds = re.search(r"--rounds (\d+)", meta["Command"] or "")
-    hdr = next((i for i, ln in enumerate(lines) if ln.startswith("| hash table MB | actual MB |")), None)
-    if hdr is None:
+    main = [r for r in table_rows(lines, "hash table MB") if "actual MB" in r]
+    if not main:
         raise ValueError(f"{path}: no co-run table (| hash table MB | actual MB | ...)")
-    cols = [c.strip() for c in lines[hdr].strip("|").split("|")]
+    at = lines.index(ONE_L3_TITLE) if ONE_L3_TITLE in lines else None
+    one = {r["hash table MB"]: r for r in (table_rows(lines[at:], "hash table MB") if at is not None else [])}
     sizes = []
-    for ln in lines[hdr + 2:]:
-        if not ln.startswith("|"):
-            break
-        row = dict(zip(cols, (c.strip() for c in ln.strip("|").split("|"))))
-        med, lo, hi = map(float, CELL.fullmatch(row["beside stream"]).groups())
+    for row in main:
+        cell, pairs = row["beside stream"], None
+        o = one.get(row["hash table MB"])
+        if o and CELL.fullmatch(o["beside stream, one L3"]):
+            cell, pairs = o["beside stream, one L3"], int(o["pairs in one L3 (stream/scan/hash join)"].split("/")[0])
+        med, lo, hi = map(float, CELL.fullmatch(cell).groups())
         sizes.append({"mb": float(row["hash table MB"]), "build_rows": int(row["build rows"].replace(",", "")),
-                      "alone_s": float(row["alone s"].split()[0]), "stream": {"median": med, "lo": lo, "hi": hi}})
+                      "alone_s": float(row["alone s"].split()[0]), "stream": {"median": med, "lo": lo, "hi": hi},
+                      "pairs": pairs})
     return {"date": (meta["Run"] or "?").split(",")[0] + " UTC", "command": (meta["Command"] or "?").strip("`"),
             "machine": f"{meta['Machine']}; {pgline.split(';')[0]}", "rounds": int(rounds.group(1)) if rounds else 10,
-            "effective_llc_mb": float(c_mb.group(1)) if c_mb else None, "sizes": sizes}
+            "effective_llc_mb": float(c_mb.group(1)) if c_mb else None,
+            "placement": "one L3" if one else "not measured", "sizes": sizes}
 
 
 def write(res, a, sizes, rows, decomp, busy_all, notes, C, rounds, probes, clock):
@@ -557,6 +614,18 @@ def write(res, a, sizes, rows, decomp, busy_all, notes, C, rounds, probes, clock
                      + [cell(r[k], r["res"]) for k in KINDS])
     res.table(["hash table MB", "actual MB", "build rows", "/ C", "alone s", "resolution",
                "beside stream", "beside seq scan", "beside hash join"], table)
+    if any(k + " one L3 n" in r for r in rows for k in KINDS):
+        res.add(f"\n{ONE_L3_TITLE}\n")
+        res.add(f"The same cells over the pairs whose co-run had both vCPUs in one L3: a cache line's round trip "
+                f"between them under {placement.SPLIT_NS:.0f} ns just before the co-runner started and just after "
+                f"it stopped (bwload.c pingpong; in two L3s it takes 300-420 ns, docs/machine.md). '-': fewer "
+                f"than {MIN_ONE_L3} such pairs. Resolution and bold as above.\n")
+        res.table(["hash table MB", "pairs in one L3 (stream/scan/hash join)", "resolution"]
+                  + [f"beside {k if k != 'scan' else 'seq scan'}, one L3" for k in KINDS],
+                  [[f"{r['size']:g}", "/".join(str(r.get(k + " one L3 n", 0)) for k in KINDS) + f" of {rounds}",
+                    f"+-{100 * r['res']:.1f}%" if r["res"] is not None else "n/a"]
+                   + [cell(r[k + " one L3"], r["res"]) if r.get(k + " one L3") else "-" for k in KINDS]
+                   for r in rows])
     busy = [[k, f"{100 * statistics.median(v):.0f}%" if v else "n/a"] for k, v in busy_all.items()]
     res.add("\nThe co-runner's CPU time during the target's co-run, over the co-run's wall time (median): "
             "how much of the co-run it really ran beside the target.\n")
@@ -602,6 +671,14 @@ def verdict(sizes, rows, decomp):
         if any(r.get(k + " cpu") and r[k + " cpu"].n for r in rows):
             line += "; in CPU time " + (f"resolved at {', '.join(cpu)}" if cpu else "no size resolved")
         out.append(line + ".")
+        one = [r for r in rows if r.get(k + " one L3")]
+        if one:
+            hit = [f"{r['size']:g} MB ({r[k + ' one L3'].median:.2f}x)" for r in one
+                   if resolved(r[k + " one L3"], r["res"])]
+            top = max(one, key=lambda r: r[k + " one L3"].median)
+            out.append(f"  - With both vCPUs in one L3 ({sum(r[k + ' one L3 n'] for r in rows)} pairs): "
+                       + (f"resolved at {', '.join(hit)}" if hit else "no size resolved")
+                       + f"; largest median {top[k + ' one L3'].median:.2f}x at {top['size']:g} MB.")
     res_all = [r["res"] for r in rows if r["res"] is not None]
     if res_all:
         out.append(f"- Resolution: +-{100 * min(res_all):.1f}% to +-{100 * max(res_all):.1f}% by size.")
@@ -641,6 +718,10 @@ def draw(res, sizes, rows, decomp, Cmb):
         ys = [r[k].median for r in rows]
         err = [[r[k].median - r[k].lo for r in rows], [r[k].hi - r[k].median for r in rows]]
         ax.errorbar(sizes, ys, yerr=err, marker=mk, capsize=3, label=f"beside {k}")
+    one = [(sz, r["stream one L3"]) for sz, r in zip(sizes, rows) if r.get("stream one L3")]
+    if one:
+        ax.plot([sz for sz, _ in one], [c.median for _, c in one], "k--", marker="o", mfc="none",
+                label="beside stream, one L3")
     res_band = [r["res"] or 0 for r in rows]
     ax.fill_between(sizes, [1 - x for x in res_band], [1 + x for x in res_band], color="gray", alpha=0.2,
                     label="resolution")

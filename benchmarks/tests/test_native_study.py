@@ -191,3 +191,34 @@ def test_cpu_or_wall_takes_cpu_times_only_when_every_run_has_one():
     full, half = [(1.0, 0.9), (1.1, 1.0)], [(0.6, 0.5), (0.7, 0.6)]
     assert ns.cpu_or_wall(full, half) == ([[0.9, 1.0], [0.5, 0.6]], "CPU")
     assert ns.cpu_or_wall(full, [(0.6, None), (0.7, 0.6)]) == ([[1.0, 1.1], [0.6, 0.7]], "wall")
+
+
+# --- placement: pairs with both vCPUs in one L3 ---------------------------------
+
+def test_one_l3_needs_every_reading_under_the_split():
+    from mccdb_bench.harness import placement
+    assert placement.one_l3([90.0, 140.0])
+    assert not placement.one_l3([90.0, 350.0]) and not placement.one_l3([350.0, 90.0])
+    assert not placement.one_l3([placement.SPLIT_NS])
+
+
+def test_one_l3_cell_takes_only_the_one_l3_pairs():
+    alone, co = [1.0, 1.0, 1.0, 1.0, 1.0], [2.0, 1.0, 3.0, 2.5, 1.1]
+    where = [[100, 120], [350, 340], [90, 95], [110, 400], [80, 85]]
+    s, n = ns.one_l3_cell(co, alone, where)
+    assert n == 3 and s.median == 2.0 and s.n == 3          # pairs 0, 2, 4: 2.0, 3.0, 1.1
+    s, n = ns.one_l3_cell(co[:2], alone[:2], where[:2])
+    assert s is None and n == 1                               # under MIN_ONE_L3
+
+
+def test_verdict_gives_the_one_l3_cells():
+    S = stats.Summary
+    one = S(1.0, 0.99, 1.01, 10)
+    rows = [{"size": 1, "res": 0.02, "stream": one, "scan": one, "hash join": one,
+             "stream one L3": S(1.3, 1.2, 1.4, 7), "stream one L3 n": 7},
+            {"size": 16, "res": 0.02, "stream": one, "scan": one, "hash join": one,
+             "stream one L3": None, "stream one L3 n": 2}]
+    decomp = [{"size": 1, "probe": S(50, 48, 52, 5), "probe_s": S(51, 49, 53, 5), "chase": 10.0},
+              {"size": 16, "probe": S(50, 48, 52, 5), "probe_s": S(51, 49, 53, 5), "chase": 10.0}]
+    text = ns.verdict([1, 16], rows, decomp)
+    assert "With both vCPUs in one L3 (9 pairs): resolved at 1 MB (1.30x); largest median 1.30x at 1 MB." in text

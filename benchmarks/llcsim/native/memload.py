@@ -40,13 +40,13 @@ import tempfile
 import time
 
 from mccdb_bench import llc_knee
-from mccdb_bench.harness import quiet
+from mccdb_bench.harness import placement, quiet
+from mccdb_bench.harness.placement import run_pinned
 from mccdb_bench.harness.cli import say_fn
 from mccdb_bench.native_study import STREAM_SOURCE, Stream, chase_ns
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[2]
-BWLOAD = HERE / "bwload.c"
 
 
 class Spinner:
@@ -72,12 +72,6 @@ class Spinner:
         self.proc.wait()
 
 
-def run_pinned(cmd, cpu):
-    pre = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
-    return subprocess.run([str(c) for c in cmd], check=True, capture_output=True, text=True,
-                          preexec_fn=pre).stdout
-
-
 def stream_lines_per_ns(exe, mib, secs, cpu):
     return float(run_pinned([exe, "stream", mib, secs], cpu).split()[1])
 
@@ -88,11 +82,6 @@ def alu_ns(exe, iters, cpu):
 
 def summary(xs):
     return {"median": round(statistics.median(xs), 4), "min": round(min(xs), 4), "max": round(max(xs), 4)}
-
-
-def pingpong_ns(exe, cpus, n=100000):
-    """ns a cache line takes from one vCPU of cpus to the other and back."""
-    return float(run_pinned([exe, "pingpong", *cpus, n], None).split()[1])
 
 
 def paired(guard, say, label, measure, corunner, pairs, placement=None):
@@ -145,10 +134,10 @@ def main(argv=None):
     out = {"chase": {}, "pairs": a.pairs}
     with tempfile.TemporaryDirectory() as tmp:
         knee = llc_knee.build(tmp)
-        bw = llc_knee.build(tmp, BWLOAD)
+        bw = placement.build(tmp)
         notes = set()
         stream = Stream(llc_knee.build(tmp, STREAM_SOURCE), a.stream_mib, cpu_c, notes)
-        where = (lambda: pingpong_ns(bw, (cpu_t, cpu_c))) if a.placement else None
+        where = (lambda: placement.round_trip_ns(bw, (cpu_t, cpu_c))) if a.placement else None
         try:
             for kib in (int(x) for x in a.chase_kib.split(",")):
                 out["chase"][str(kib)] = paired(guard, say, f"chase {kib} KiB ns/load",

@@ -33,12 +33,12 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import analyze  # noqa: E402  (beside this file)
 import calibrate  # noqa: E402  (beside this file)
+from mccdb_bench.harness.placement import SPLIT_NS as PINGPONG_SPLIT, one_l3  # noqa: E402
 from mccdb_bench.harness.report import write_page  # noqa: E402
 
 TAG0 = 800                                 # run.sh share: alone, victim, aggressor per size
 LIMIT = 0.30
 ALONE_LIMIT = 0.15
-PINGPONG_SPLIT = 200.0                     # ns: same L3 ~80-140, another CCX ~310-390 (native-share.json)
 LAT_MEM = 200.0
 
 
@@ -61,7 +61,7 @@ def quartiles(xs):
 def native_row(n):
     """One size's native pairs: alone median ns, same-L3 ratios, pairs across L3s."""
     pp = n.get('pingpong') or [[0.0, 0.0]] * len(n['alone'])
-    same = [b / a for a, b, w in zip(n['alone'], n['beside'], pp) if max(w) < PINGPONG_SPLIT]
+    same = [b / a for a, b, w in zip(n['alone'], n['beside'], pp) if one_l3(w)]
     return {'alone': statistics.median(n['alone']), 'same': same, 'q': quartiles(same) if same else None,
             'across': len(n['alone']) - len(same), 'pairs': len(n['alone'])}
 

@@ -134,7 +134,12 @@ def pgvalidate(args, d):
     L += [f'- {"PASS" if ok else "FAIL"}: {what}' for ok, what in checks]
     L += ['', '## Simulated against native', '',
           f'Native: {native["date"]}, {native["rounds"]} pairs a size, `{native["command"]}` '
-          f'({native["machine"]}). Simulated: modeled cycles (user + kernel) of the server\'s vCPU, '
+          f'({native["machine"]}); '
+          + ('the pairs whose co-run had both vCPUs in one L3 (the simulated LLC is one, shared; their count '
+             'per size in the native column), a size with too few of them over all pairs ("all")'
+             if native['placement'] == 'one L3' else 'over all pairs (placement not measured: some co-ran '
+             'in two L3s, docs/machine.md)')
+          + '. Simulated: modeled cycles (user + kernel) of the server\'s vCPU, '
           'the co-run over the alone query of the same repetition.', '',
           '| native table MB | simulated table MB | build rows | alone cycles (median) | simulated slowdown, '
           'median (min-max) | native slowdown, median (95% interval) | error | verdict |',
@@ -151,8 +156,10 @@ def pgvalidate(args, d):
         alone = summarize([p['alone'] for p in reps.values() if 'alone' in p])
         err, ok = verdict(s.median, nat)
         passed += ok
+        npairs = by_mb[mb].get('pairs')
+        which = '' if native['placement'] != 'one L3' else f', {npairs} pairs' if npairs else ', all'
         L.append(f'| {mb:g} | {mb / scale:g} | {r} | {alone.median:.4g} | {s.fmt(2, "x")} | '
-                 f'{nat["median"]:.2f}x ({nat["lo"]:.2f}-{nat["hi"]:.2f}) | {100 * err:+.0f}% | '
+                 f'{nat["median"]:.2f}x ({nat["lo"]:.2f}-{nat["hi"]:.2f}{which}) | {100 * err:+.0f}% | '
                  f'{"PASS" if ok else "FAIL"} |')
     L += ['', f'Validation: {passed} of {len(rows)} sizes pass.']
     L += decomposition(d, rows)
