@@ -35,7 +35,7 @@ done
 bench calibrate_host --db plq --runs 3
 # the commands of the pages in docs/results, with 5 repetitions where they had fewer
 bench fig4 --db plq --rounds 5
-bench native_study --db ssb --rounds 10
+bench native_study --db ssb --rounds 16
 bench fig6 --db ssb --reps 5 --plq 1,5,12,25 --name fig6-co-scheduling-sf1
 bench sec73 --db plq --reps 5
 bench sec73 --db plq --reps 5 --cost-slack 1.25 --name sec7.3-plan-selection-slack1.25

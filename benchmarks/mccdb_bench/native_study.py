@@ -44,9 +44,9 @@ llc_knee.c over the same sizes, alone and beside the stream: the extra time
 per probe over the smallest table against the extra miss latency.
 
     eval "$(scripts/pg-cluster.sh env bench)"
-    .venv/bin/python -m mccdb_bench.native_study --db ssb --rounds 10
+    .venv/bin/python -m mccdb_bench.native_study --db ssb --rounds 16
 
-(about 15 minutes on a quiet machine, plus half a minute to make the
+(about 25 minutes on a quiet machine, plus half a minute to make the
 tables on the first run).
 
 A smoke run (2 sizes, 2 rounds; about a minute after the tables exist):
@@ -409,7 +409,7 @@ def chase_ns(exe, kb, accesses, cpu):
 def main(argv=None):
     ap = parser(__doc__)
     ap.add_argument("--sizes", default=None, help=f"hash table sizes in MB (default {SIZES})")
-    ap.add_argument("--rounds", type=int, default=None, help="alone/co-run pairs per cell (default 10)")
+    ap.add_argument("--rounds", type=int, default=None, help="alone/co-run pairs per cell (default 16: about two thirds share an L3)")
     ap.add_argument("--quick", action="store_true",
                     help=f"smoke run: sizes {QUICK_SIZES}, 2 rounds (unless given)")
     ap.add_argument("--probe-rows", type=int, default=None,
@@ -424,7 +424,7 @@ def main(argv=None):
     ap.add_argument("--name", default="native-study")
     a = ap.parse_args(argv)
     sizes = [float(x) for x in (a.sizes or (QUICK_SIZES if a.quick else SIZES)).split(",")]
-    rounds = a.rounds or (2 if a.quick else 10)
+    rounds = a.rounds or (2 if a.quick else 16)
     cpus = [int(x) for x in a.cpus.split(",") if x.strip()]
     cpu_t, cpu_c = (cpus[0], cpus[1]) if len(cpus) >= 2 else (None, None)
     say = say_fn(a.quiet)
