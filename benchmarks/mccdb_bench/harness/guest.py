@@ -18,7 +18,7 @@ KERNEL = BUILD / "test" / "bzImage"
 
 # The guest boot-test.sh boots, for a page's header.
 GUEST = ("Guest: the patched test kernel (`make -C kernel-patch kernel`) under QEMU TCG "
-         "(`-cpu qemu64,l3-cache=on -m 1024 -smp 2`; the test config has no ACPI, so the guest runs on one CPU)")
+         "(`-cpu qemu64,l3-cache=on -m 1024 -smp 2`: two vCPUs, the guest brings up both)")
 
 RUN = re.compile(r"^=== PCTEST RUN (\S+)")
 RESULT = re.compile(r"^=== PCTEST RESULT (\S+) rc=(-?\d+) (\S+)")
