@@ -72,8 +72,9 @@ struct acc_path {
 		uint64_t line;		/* physical line + 1; 0: none */
 		uint64_t ready;		/* when it arrives (centicycles) */
 	} pend[ACC_PEND];		/* paced prefetch fills, by line */
-	/* the LLC's lookup of pa (filled on a miss): 1 on a hit */
-	int (*llc)(void *ctx, uint64_t pa);
+	/* the LLC's lookup of pa (filled on a miss; pf: by the prefetcher):
+	 * 1 on a hit */
+	int (*llc)(void *ctx, uint64_t pa, int pf);
 	/* an L1 miss served by `level` after `lat` centicycles (`base` without
 	 * the bandwidth term, or for ACC_L2 and ACC_LLC without the wait for a
 	 * paced prefetch fill), both with the translation's p->xlat; ACC_L1: an
@@ -129,7 +130,7 @@ static inline void acc_prefetch(struct acc_path *p, void *ctx, uint64_t vaddr, u
 				continue;
 			cm_access(p->l2, t[i], p->rng);
 		}
-		hit = p->llc(ctx, t[i]);
+		hit = p->llc(ctx, t[i], 1);
 		if (!hit) {
 			uint64_t line = t[i] >> p->line_shift;
 
@@ -161,7 +162,7 @@ static inline uint64_t acc_translate(struct acc_path *p, void *ctx, uint64_t vad
 	if (p->l2 && cm_access(p->l2, lpa, p->rng)) {
 		leaf = ACC_L2;
 		lat = p->c_l2;
-	} else if (p->llc(ctx, lpa)) {
+	} else if (p->llc(ctx, lpa, 0)) {
 		leaf = ACC_LLC;
 		lat = p->c_llc;
 	} else {
@@ -195,7 +196,7 @@ static inline enum acc_level acc_access(struct acc_path *p, void *ctx, uint64_t 
 		level = ACC_L2;
 		w = p->c_fill ? acc_pend_wait(p, pa) : 0;
 		p->charge(ctx, level, p->c_l2 + x + w, p->c_l2 + x);
-	} else if (p->llc(ctx, pa)) {
+	} else if (p->llc(ctx, pa, 0)) {
 		level = ACC_LLC;
 		w = p->c_fill ? acc_pend_wait(p, pa) : 0;
 		p->charge(ctx, level, p->c_llc + x + w, p->c_llc + x);

@@ -13,7 +13,11 @@
  *     2010: a 2-bit re-reference prediction value per line, a fill at 2, a
  *     hit at 0, the victim the first way at 3, all ways aged until one is).
  *     SRRIP keeps lines that are hit beside a stream whose lines never are,
- *     which LRU and random replacement do not (scan resistance).
+ *     which LRU and random replacement do not (scan resistance).  PACMan
+ *     (Wu et al., MICRO 2011, its PACMan-M): SRRIP whose prefetch fills
+ *     come in at 3, the first victims, so a prefetched stream that is not
+ *     used again from this level takes about a way of each set
+ *     (cm_access_pf()).
  *   - way partitioning, as Intel CAT / AMD L3 QoS do it: an access may hit
  *     in any way, but a miss fills only a way of the accessor's way mask
  *     (cm_access_ways()); the LRU line among those ways is the victim.
@@ -29,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum cm_repl { CM_LRU = 0, CM_RANDOM = 1, CM_SRRIP = 2 };
+enum cm_repl { CM_LRU = 0, CM_RANDOM = 1, CM_SRRIP = 2, CM_PACMAN = 3 };
 
 struct cm_cache {
 	uint64_t size;		/* bytes */
@@ -121,7 +125,7 @@ static inline uint64_t cm_xorshift(uint64_t *s)
  * CM_RRPV_FILL.  Lines outside the mask are not aged (CAT: a partition's
  * fills do not age another's lines).
  */
-static inline int cm_access_srrip(uint64_t *set, uint32_t n, uint64_t tag, uint64_t ways)
+static inline int cm_access_srrip(uint64_t *set, uint32_t n, uint64_t tag, uint64_t ways, uint64_t fill)
 {
 	uint32_t w;
 
@@ -143,18 +147,19 @@ static inline int cm_access_srrip(uint64_t *set, uint32_t n, uint64_t tag, uint6
 				set[w] += 1ULL << CM_RRPV_SHIFT;
 	}
 fill:
-	set[w] = CM_RRPV_FILL << CM_RRPV_SHIFT | (uint64_t)w << CM_WAY_SHIFT | tag;
+	set[w] = fill << CM_RRPV_SHIFT | (uint64_t)w << CM_WAY_SHIFT | tag;
 	return 0;
 }
 
 /*
  * Access addr; a miss may fill only a way in `ways` (bit w = way w; bits
  * beyond the cache's ways are ignored, and a mask with none of its ways
- * means all of them).  Returns 1 on a hit, 0 on a miss (the line is then
- * filled).  rng: state for random replacement (per caller, non-zero), may
- * be NULL for LRU.
+ * means all of them).  pf: the access is a prefetch (PACMan fills it at
+ * CM_RRPV_MAX; the other policies ignore it).  Returns 1 on a hit, 0 on a
+ * miss (the line is then filled).  rng: state for random replacement (per
+ * caller, non-zero), may be NULL for LRU.
  */
-static inline int cm_access_ways(struct cm_cache *c, uint64_t addr, uint64_t *rng, uint64_t ways)
+static inline int cm_access_pf(struct cm_cache *c, uint64_t addr, uint64_t *rng, uint64_t ways, int pf)
 {
 	uint64_t tag = (addr >> c->line_shift) + 1;
 	uint64_t *set = c->tags + (size_t)cm_set_of(c, addr) * c->ways;
@@ -191,8 +196,9 @@ static inline int cm_access_ways(struct cm_cache *c, uint64_t addr, uint64_t *rn
 		set[0] = e;
 		return 0;
 	}
-	if (c->repl == CM_SRRIP)
-		return cm_access_srrip(set, n, tag, ways);
+	if (c->repl == CM_SRRIP || c->repl == CM_PACMAN)
+		return cm_access_srrip(set, n, tag, ways,
+				       c->repl == CM_PACMAN && pf ? CM_RRPV_MAX : CM_RRPV_FILL);
 	for (w = 0; w < n; w++)
 		if (cm_tag_of(set[w]) == tag)
 			return 1;
@@ -214,9 +220,14 @@ static inline int cm_access_ways(struct cm_cache *c, uint64_t addr, uint64_t *rn
 	return 0;
 }
 
+static inline int cm_access_ways(struct cm_cache *c, uint64_t addr, uint64_t *rng, uint64_t ways)
+{
+	return cm_access_pf(c, addr, rng, ways, 0);
+}
+
 static inline int cm_access(struct cm_cache *c, uint64_t addr, uint64_t *rng)
 {
-	return cm_access_ways(c, addr, rng, CM_ALL_WAYS);
+	return cm_access_pf(c, addr, rng, CM_ALL_WAYS, 0);
 }
 
 /* Is the line of addr present (no state change)? */

@@ -39,8 +39,9 @@
  *   llc=2M llc_ways=16 l2=256K l2_ways=8 (l2=0: no L2) l1=32K l1_ways=8
  *   llc_domains=N: N last-level caches of llc= each, vCPU i using number
  *     i * N / vcpus (4 vCPUs, N=2: vCPUs 0-1 share one, 2-3 the other)
- *   line=64 repl=lru|random|srrip (every level) llc_repl=lru|random|srrip
- *     (the LLC's, default repl's) seed=1 out=FILE (default stderr)
+ *   line=64 repl=lru|random|srrip|pacman (every level)
+ *     llc_repl=lru|random|srrip|pacman (the LLC's, default repl's; pacman:
+ *     SRRIP with prefetch fills at distant, cachemodel.h) seed=1 out=FILE (default stderr)
  *   sim=always|tagged (tagged: skip accesses of vCPUs whose tag is 0)
  *   cpi=1.0 lat_l2=12 lat_llc=40 lat_mem=200 (timing model, printed cycles;
  *     cpi: the cost of an instruction that does not miss the L1, fractional)
@@ -177,9 +178,10 @@ struct vcpu {
 	char pad[64];
 };
 
-static const char *const repl_name[] = { [CM_LRU] = "lru", [CM_RANDOM] = "random", [CM_SRRIP] = "srrip" };
+static const char *const repl_name[] = { [CM_LRU] = "lru", [CM_RANDOM] = "random", [CM_SRRIP] = "srrip",
+					  [CM_PACMAN] = "pacman" };
 
-/* "lru", "random" or "srrip" into *r; -1 for anything else */
+/* "lru", "random", "srrip" or "pacman" into *r; -1 for anything else */
 static int parse_repl(const char *val, enum cm_repl *r)
 {
 	for (size_t i = 0; i < sizeof(repl_name) / sizeof(repl_name[0]); i++) {
@@ -319,14 +321,14 @@ struct acc_ctx {
 };
 
 /* The vCPU's domain's LLC, under the set's lock, within its ways. */
-static int llc_lookup(void *ctx, uint64_t pa)
+static int llc_lookup(void *ctx, uint64_t pa, int pf)
 {
 	struct acc_ctx *x = ctx;
 	uint32_t set = cm_set_of(x->v->llc, pa);
 	int hit;
 
 	lock_set(set);
-	hit = cm_access_ways(x->v->llc, pa, &x->v->rng, x->v->ways);
+	hit = cm_access_pf(x->v->llc, pa, &x->v->rng, x->v->ways, pf);
 	unlock_set(set);
 	return hit;
 }

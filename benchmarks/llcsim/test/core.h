@@ -41,11 +41,11 @@ struct core {
 };
 
 /* access.h's hooks: the core's own LLC, its counters, its timing */
-static inline int core_llc(void *ctx, uint64_t pa)
+static inline int core_llc(void *ctx, uint64_t pa, int pf)
 {
 	struct core *c = ctx;
 
-	return cm_access(&c->llc, pa, &c->rng);
+	return cm_access_pf(&c->llc, pa, &c->rng, CM_ALL_WAYS, pf);
 }
 
 static inline void core_charge(void *ctx, enum acc_level level, uint64_t lat, uint64_t base)

@@ -888,6 +888,40 @@ int main(void)
 		}
 	}
 
+	/* 56-57: PACMan (SRRIP, prefetch fills at distant) */
+	{
+		struct cm_cache pm;
+		uint64_t a, s, base = 1ull << 30, sbase = 2ull << 30;
+		double keep[2];
+
+		cm_init(&pm, 2 << 20, 16, 64, CM_PACMAN);
+		/*
+		 * Test 49's resident quarter between streams of 4x the LLC (64
+		 * lines a set, which SRRIP loses it to): prefetch fills take
+		 * about a way a set and the quarter stays; the same stream of
+		 * demand fills takes it as under SRRIP.
+		 */
+		for (int pf = 0; pf < 2; pf++) {
+			uint64_t h = 0, n = 0;
+
+			cm_flush(&pm);
+			for (a = 0; a < (512 << 10); a += 64)
+				cm_access(&pm, base + a, &rng);
+			for (int v = 0; v < 5; v++) {
+				for (a = 0; a < (512 << 10); a += 64, n += v > 0)
+					h += (uint64_t)cm_access(&pm, base + a, &rng) * (v > 0);
+				for (s = 0; s < (8u << 20); s += 64)
+					cm_access_pf(&pm, sbase + (uint64_t)v * (8u << 20) + s, &rng, CM_ALL_WAYS, pf);
+			}
+			keep[pf] = (double)h / (double)n;
+		}
+		ok(hit_iff_present(CM_PACMAN) == 0, NULL, "PACMan: hit iff present, line present after access", 0, 0);
+		ok(keep[1] == 1.0 && keep[0] == 0.0, "prefetched %g, demand %g",
+		   "PACMan keeps a quarter of the LLC between prefetched streams of 4x the LLC, not demand ones",
+		   keep[1], keep[0]);
+		cm_free(&pm);
+	}
+
 	printf("# %d/%d passed\n", ntest - nfail, ntest);
 	return nfail ? 1 : 0;
 }
