@@ -4,7 +4,8 @@
  *
  * Pages parked in the colour lists are allocated memory, as pages on the
  * per-cpu lists are: they are not in a zone's free pages.  While a child
- * bound to colour 0 holds thousands of them, each zone's free pages in
+ * bound to colour 0 (512 pages, or 3/4 of the colour's share when that
+ * is less: at 512 colours and more in 1 GiB) holds thousands of them, each zone's free pages in
  * /proc/zoneinfo ("pages free", after vm.stat_refresh folded the per-CPU
  * counters) must equal the free blocks /proc/buddyinfo lists, summed as
  * count << order.  Pages on the per-cpu lists are in neither, so they
@@ -176,10 +177,10 @@ static int child_done(pid_t pid, int go_fd)
 }
 
 /* (a) free pages in zoneinfo are the free blocks of buddyinfo */
-static void honest_free_count(void)
+static void honest_free_count(size_t share)
 {
 	long long parked, diff, best = -1, vm_parked, free_total = 0, buddy_total = 0;
-	size_t npages = 512;
+	size_t npages = share * 3 / 4 < 512 ? share * 3 / 4 : 512;
 	int ready, go, s, i, refreshed;
 	char res = 1;
 	pid_t pid;
@@ -189,9 +190,9 @@ static void honest_free_count(void)
 	if (pid < 0 || read(ready, &res, 1) != 1)
 		res = 1;
 	parked = parked_now();
-	tap_ok(res == 0 && parked >= 1024, "a child bound to colour 0 with %zu pages, all of "
-	       "colour 0 (%s), holds %lld parked pages (at least 1024)", npages,
-	       res ? "no" : "yes", parked);
+	tap_ok(res == 0 && parked >= 1024, "a child bound to colour 0 with %zu pages (512, "
+	       "or 3/4 of the colour's share %zu), all of colour 0 (%s), holds %lld parked "
+	       "pages (at least 1024)", npages, share, res ? "no" : "yes", parked);
 	for (s = 0; s < 5; s++) {
 		refreshed = pc_write_file("/proc/sys/vm/stat_refresh", "1") == 0;
 		if (read_zones())
@@ -268,7 +269,7 @@ static void limit_round(long long limit, size_t npages)
 
 int main(void)
 {
-	long long total = pc_meminfo_kb("MemTotal"), old_limit = -1, back;
+	long long old_limit = -1, back;
 	size_t share;
 	char text[32];
 	FILE *f;
@@ -278,7 +279,9 @@ int main(void)
 		tap_diag("must run as root (vm.stat_refresh, parked_limit, drain)");
 		return tap_finish();
 	}
-	honest_free_count();
+	/* a colour's share of memory, in pages */
+	share = pc_color_share();
+	honest_free_count(share);
 
 	f = fopen(LIMIT_FILE, "r");
 	if (f) {
@@ -289,8 +292,7 @@ int main(void)
 	tap_ok(old_limit == LIMIT_DEFAULT, "%s is %d by default (%lld)", LIMIT_FILE,
 	       LIMIT_DEFAULT, old_limit);
 
-	/* a colour's share of memory, in pages; the child takes 3/4 of it */
-	share = (size_t)(total * 1024 / pc_page_size / pc_nr_colors);
+	/* the child takes 3/4 of the colour's share, then a quarter */
 	limit_round(LIMIT_DEFAULT, share * 3 / 4);
 	if (old_limit >= 0)
 		pc_write_file(LIMIT_FILE, "50");

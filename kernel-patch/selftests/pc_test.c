@@ -149,6 +149,21 @@ int pc_range_ok(const void *addr, size_t npages, const pagecolor_set_t *allowed,
 	return 1;
 }
 
+size_t pc_color_share(void)
+{
+	return (size_t)(sysconf(_SC_PHYS_PAGES) / pc_nr_colors);
+}
+
+int pc_colors_holding(size_t pages)
+{
+	size_t share = pc_color_share(), w;
+
+	if (!share)
+		return pc_nr_colors;
+	w = (3 * pages / 2 + share - 1) / share;
+	return w ? (int)w : 1;
+}
+
 void pc_touch(void *addr, size_t npages)
 {
 	volatile char *p = addr;

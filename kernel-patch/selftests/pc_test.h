@@ -55,6 +55,17 @@ int pc_check_range(const void *addr, size_t npages, const pagecolor_set_t *allow
 int pc_range_ok(const void *addr, size_t npages, const pagecolor_set_t *allowed,
 		const char *what);
 
+/*
+ * A colour's share of memory in pages: all pages over nr_colors.  A
+ * colour's free frames are somewhat fewer (what the kernel holds).
+ */
+size_t pc_color_share(void);
+/*
+ * How many colours hold @pages with half as much again to spare: the
+ * fewest w with w * pc_color_share() >= 3 * pages / 2 (1 when one does).
+ */
+int pc_colors_holding(size_t pages);
+
 /* Write one byte to every page. */
 void pc_touch(void *addr, size_t npages);
 
