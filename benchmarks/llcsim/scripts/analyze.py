@@ -995,7 +995,7 @@ def pgfig6(args, d):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('mode', choices=['validate', 'domains', 'mlp', 'table2', 'pgfig2', 'pgfig6', 'pgcompare',
-                                     'pgvalidate'])
+                                     'pgvalidate', 'pgmap'])
     ap.add_argument('--serial', required=True)
     ap.add_argument('--sim', required=True)
     ap.add_argument('--boot-rc', type=int, default=0)
@@ -1022,6 +1022,9 @@ def main():
     if args.mode == 'pgvalidate':
         from validate_pg import pgvalidate   # the same
         sys.exit(pgvalidate(args, d))
+    if args.mode == 'pgmap':
+        from pgmap import pgmap   # the same
+        sys.exit(pgmap(args, d))
     sys.exit({'validate': validate, 'domains': domains, 'mlp': mlp, 'table2': table2, 'pgfig2': pgfig2,
               'pgfig6': pgfig6}[args.mode](args, d))
 
