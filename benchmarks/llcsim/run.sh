@@ -1,7 +1,7 @@
 #!/bin/bash
 # llcsim: shared-LLC simulator (QEMU TCG plugin) for the page colouring kernel.
 #
-# usage: benchmarks/llcsim/run.sh {build|unit|validate|domains|mlp|calibrate|calibrate-bw|calibrate-tlb|window|cpi-dyn|share|table2|pg-fig2|pg-fig6|pg-compare|pg-validate|all} [--quick]
+# usage: benchmarks/llcsim/run.sh {build|unit|validate|domains|mlp|calibrate|calibrate-bw|calibrate-tlb|window|cpi-dyn|share|table2|pg-fig2|pg-fig6|pg-compare|pg-validate|pg-map|all} [--quick]
 #   build     plugin (fetches qemu-plugin.h of the installed QEMU from Debian's
 #             source package on first use), static guest program, host unit
 #             test, patched kernel (kernel-patch/scripts/kernel-tree.sh build guest)
@@ -71,6 +71,11 @@
 #             0.25-32 MB over the native LLC share (4 x the profile's
 #             LLC_SIZE, run.sh share's fit) scaled by
 #             1/PGV_SCALE (4); docs/results/llcsim-pg-validation.md
+#   pg-map    where each mechanism pays (issue 28 item 3): the same hash
+#             join, tables of MAP_RATIOS (0.5,1,2) x the LLC of a domain,
+#             alone and beside MAP_CORUNNERS (scan,hj,ij,stream) under
+#             MAP_MECHS (stock,colors,resctrl,placement), 4 vCPUs as 2 LLC
+#             domains of LLC_SIZE; docs/results/llcsim-map-llcXm.md
 #   pg-compare  4 vCPUs as 2 LLC domains: the Figure 6 mix and a hash join
 #             beside a scan, without mccdb, with page colours, with resctrl
 #             (the guest agent), as Linux or domain placement arranges them,
@@ -78,8 +83,8 @@
 #   all       build unit validate table2
 #
 # Environment: LLC_SIZE (2M) LLC_WAYS (16) L2_SIZE (256K) L2_WAYS (8)
-#   L1_SIZE (32K) L1_WAYS (8) REPL (lru: lru, random or srrip) LLC_REPL (= REPL:
-#   the LLC's) COLORS (32, kernel page_colors=)
+#   L1_SIZE (32K) L1_WAYS (8) REPL (lru: lru, random, srrip or pacman:
+#   SRRIP with prefetch fills at distant) LLC_REPL (= REPL: the LLC's) COLORS (32, kernel page_colors=)
 #   MEM (1024 MiB) BOOT_TIMEOUT (s) JOBS (2) TABLE2_REPS (3)
 #   SYNC (10000: modeled-time quantum in cycles between the vCPUs, 0 = off)
 #   PG_TPCH (0.05) PG_QUERIES (q01,q03,q05,q06,q08,q09,q18,q20,q21)
@@ -132,7 +137,7 @@ native_cal_memload=$here/calibration/native-memload.json
 native_cal_share=$here/calibration/native-share.json
 
 case ${1:-} in
-mlp | pg-validate | calibrate-tlb | window | cpi-dyn | share) TIMING=${TIMING:-calibrated} ;;
+mlp | pg-validate | pg-map | calibrate-tlb | window | cpi-dyn | share) TIMING=${TIMING:-calibrated} ;;
 *) TIMING=${TIMING:-legacy} ;;
 esac
 case $TIMING in
@@ -499,6 +504,32 @@ EOF
 		--cmd "$(envs PGV_SCALE PGV_SIZES PG_REPS PGV_STREAM_MIB)benchmarks/llcsim/run.sh pg-validate${2:+ $2}"
 }
 
+# Where each mechanism pays (issue 28 item 3; pg/hjmap, analyze.py pgmap):
+# the native study's hash join with hash tables of MAP_RATIOS x the LLC of
+# a domain, alone and beside each of MAP_CORUNNERS (scan, hj, ij, stream)
+# under each of MAP_MECHS (stock, colors, resctrl, placement); four vCPUs
+# as two LLC domains of LLC_SIZE each (as pg-compare).  One page per LLC
+# size: llcsim-map-llcXm.md.
+do_pg_map() {
+	local reps=${PG_REPS:-2} ratios=${MAP_RATIOS:-0.5,1,2} co=${MAP_CORUNNERS:-scan,hj,ij,stream}
+	local mechs=${MAP_MECHS:-stock,colors,resctrl,placement} rows probe scan big
+	[ $QUICK = 1 ] && { ratios=${MAP_RATIOS:-1}; reps=1; co=${MAP_CORUNNERS:-scan}; mechs=${MAP_MECHS:-stock,colors}; }
+	read -r rows probe scan big < <("$py" - "$ratios" "$(llc_kib)" <<'EOF'
+import sys
+from mccdb_bench.native_study import probe_rows_for, rows_for
+ratios, kib = [float(x) for x in sys.argv[1].split(',')], int(sys.argv[2])
+rows = [rows_for(int(r * kib * 1024)) for r in ratios]
+# the scan's table (two int4, 36 bytes a row on the page) and the index
+# join's (the same and its primary key, about 56) at 4x the LLC
+print(','.join(map(str, rows)), probe_rows_for(rows, minimum=500_000), 4 * kib * 1024 // 36, 4 * kib * 1024 // 56)
+EOF
+)
+	SMP=$DOMAINS_SMP LLC_DOMAINS=2 pg_run pg-map pgmap "llcsim-map-llc$(echo "$LLC_SIZE" | tr A-Z a-z).md" \
+		"hjmap:$rows:$probe:$scan:$big:$reps:$co:$mechs:$(llc_kib):${PGV_STREAM_MIB:-256}" \
+		--smp "$DOMAINS_SMP" --llc-domains 2 \
+		--cmd "$(envs LLC_SIZE MAP_RATIOS MAP_CORUNNERS MAP_MECHS PG_REPS)benchmarks/llcsim/run.sh pg-map${2:+ $2}"
+}
+
 # The bandwidth term: native contention runs (--measure: made now, guarded)
 # and the fit on them (calibrate.py bandwidth).
 do_calibrate_bw() {
@@ -581,7 +612,7 @@ do_share() {
 	local passes=${SHARE_PASSES:-20} list runs=() v repl llc ways lat
 	[ $QUICK = 1 ] && passes=4
 	list=$("$py" "$here/scripts/share.py" --native "$native_cal_share" --sim-list "$passes")
-	for v in ${SHARE_VARIANTS:-lru/2M/16/40 lru/2M/16/19 srrip/2M/16/19 lru/3M/12/19 srrip/3M/12/19}; do
+	for v in ${SHARE_VARIANTS:-srrip/3M/12/19 lru/3M/12/19}; do
 		IFS=/ read -r repl llc ways lat <<<"$v"
 		[ -n "$lat" ] || { log "share: variant $v is not REPL/LLC_SIZE/LLC_WAYS/LAT_LLC"; exit 2; }
 		read -r serial simout rc secs < <(LLC_REPL=$repl LLC_SIZE=$llc LLC_WAYS=$ways LAT_LLC=$lat MEM=1024 \
@@ -611,6 +642,7 @@ pg-fig2) do_build; do_pg_fig2 "$@" ;;
 pg-fig6) do_build; do_pg_fig6 "$@" ;;
 pg-compare) do_build; do_pg_compare "$@" ;;
 pg-validate) do_build; do_pg_validate "$@" ;;
+pg-map) do_build; do_pg_map "$@" ;;
 all) do_build; do_unit; do_validate "$@"; do_table2 "$@" ;;
 *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -176,10 +176,36 @@ def test_the_native_curve_is_read_from_the_study_page(tmp_path):
         curve_from_page(bad)
 
 
-def write_pg_logs(tmp, slowdowns, drop_tag=None, sizes="2,32", extra=None):
+# a native study page of known numbers for pg-validate (2, 8 and 32 MB)
+VALIDATION_STUDY = """# Native study
+
+- Machine: test
+- PostgreSQL 15.20 (Debian); mccdb C = 8.0 MB (sysfs)
+- Run: 2026-11-26 04:09, 15.4 min
+- Command: `.venv/bin/python -m mccdb_bench.native_study --db ssb --rounds 10`
+
+| hash table MB | actual MB | build rows | / C | alone s | resolution | beside stream | beside seq scan | beside hash join |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| 2 | 1.85 | 39,321 | 0.25 | 0.478 (0.467-0.497) | +-3.8% | **2.49 (1.84-2.90)** | 1.01 (0.89-1.06) | 1.00 (0.96-1.01) |
+| 8 | 7.40 | 157,286 | 1 | 1.025 (0.990-1.064) | +-1.8% | **1.21 (1.10-1.93)** | 1.02 (1.01-1.16) | 0.99 (0.94-1.02) |
+| 32 | 29.60 | 629,145 | 4 | 1.410 (1.389-1.429) | +-1.8% | **1.65 (1.35-1.74)** | 1.02 (0.99-1.03) | 1.01 (0.99-1.04) |
+"""
+ONE_L3 = """
+### Pairs with both vCPUs in one L3
+
+| hash table MB | pairs in one L3 (stream/scan/hash join) | resolution | beside stream, one L3 | beside seq scan, one L3 | beside hash join, one L3 |
+| --- | --- | --- | --- | --- | --- |
+| 2 | 7/9/10 of 10 | +-3.8% | **2.60 (2.00-2.95)** | 1.00 (0.98-1.02) | 1.00 (0.98-1.02) |
+| 8 | 2/9/10 of 10 | +-1.8% | - | 1.01 (1.00-1.04) | 1.00 (0.98-1.02) |
+| 32 | 8/9/10 of 10 | +-1.8% | **1.70 (1.60-1.80)** | 1.01 (1.00-1.04) | 1.00 (0.98-1.02) |
+"""
+
+
+def write_pg_logs(tmp, slowdowns, drop_tag=None, sizes="2,32", extra=None, one_l3=False):
     """pg/hjstream's output for native sizes (MB) at scale 4 (2 MB: 9830
     build rows, 8 MB: 39321, 32 MB: 157286), one repetition; slowdowns:
-    rows -> co-run / alone; extra: tag -> more counters for its dump line.
+    rows -> co-run / alone; extra: tag -> more counters for its dump line;
+    against VALIDATION_STUDY (one_l3: with its pairs in one L3).
     Returns analyze.py pgvalidate's process and the page it wrote."""
     ser = ["=== PCTEST cmdline: page_colors=32", "=== PCTEST cpus: 2", "ok 1 - server on vCPU 0"]
     sim = ["config colors=32 line=64 cpi=0.4 rob=224 mshr=13 pf=16 pf_xlat=16"]
@@ -194,10 +220,11 @@ def write_pg_logs(tmp, slowdowns, drop_tag=None, sizes="2,32", extra=None):
             tag += 1
     (tmp / "p.serial.log").write_text("\n".join(ser) + "\n")
     (tmp / "p.sim.log").write_text("\n".join(sim) + "\n")
+    (tmp / "native-study.md").write_text(VALIDATION_STUDY + (ONE_L3 if one_l3 else ""))
     out = tmp / "llcsim-pg-validation.md"
     p = subprocess.run([sys.executable, str(ANALYZE), "pgvalidate", "--serial", str(tmp / "p.serial.log"),
                         "--sim", str(tmp / "p.sim.log"), "--boot-rc", "0", "--secs", "1", "--out", str(out),
-                        "--native-study", str(NATIVE_STUDY), "--sizes", sizes, "--scale", "4", "--cmd", "test"],
+                        "--native-study", str(tmp / "native-study.md"), "--sizes", sizes, "--scale", "4", "--cmd", "test"],
                        capture_output=True, text=True)
     return p, out.read_text() if out.exists() else ""
 
@@ -216,6 +243,16 @@ def test_pg_validation_inside_the_interval_passes_beyond_30_percent(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     assert "| 2 | 0.5 | 9830 | 1e+07 | 1.70x | 2.49x (1.84-2.90) | -32% | FAIL |" in page
     assert "| 8 | 2 | 39321 | 1e+07 | 1.70x | 1.21x (1.10-1.93) | +40% | PASS |" in page
+
+
+def test_pg_validation_against_the_pairs_in_one_l3(tmp_path):
+    """With the one-L3 table the native column is those pairs' (8 MB: too few, all pairs)."""
+    p, page = write_pg_logs(tmp_path, {9830: 2.0, 39321: 1.5, 157286: 1.0}, sizes="2,8,32", one_l3=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "the pairs whose co-run had both vCPUs in one L3" in page
+    assert "| 2 | 0.5 | 9830 | 1e+07 | 2.00x | 2.60x (2.00-2.95, 7 pairs) | -23% | PASS |" in page
+    assert "| 8 | 2 | 39321 | 1e+07 | 1.50x | 1.21x (1.10-1.93, all) | +24% | PASS |" in page
+    assert "| 32 | 8 | 157286 | 1e+07 | 1.00x | 1.70x (1.60-1.80, 8 pairs) | -41% | FAIL |" in page
 
 
 def test_pg_validation_a_missing_query_fails(tmp_path):
