@@ -106,12 +106,15 @@ static inline uint64_t acc_fill_at(struct acc_path *p, uint64_t t)
 }
 
 /* The wait (centicycles) of a demand access at the core's clock for its
- * line pa, found in the L2 or the LLC: until a paced fill arrives. */
+ * line pa, found in the L2 or the LLC: until a paced fill arrives (none
+ * without a fill rate). */
 static inline uint64_t acc_pend_wait(struct acc_path *p, uint64_t pa)
 {
 	uint64_t line = pa >> p->line_shift, now = *p->clock;
 	struct acc_pend *e = &p->pend[line & (ACC_PEND - 1)];
 
+	if (!p->c_fill)
+		return 0;
 	return e->line == line + 1 && e->ready > now ? e->ready - now : 0;
 }
 
@@ -122,7 +125,6 @@ static inline void acc_prefetch(struct acc_path *p, void *ctx, uint64_t vaddr, u
 	unsigned int i, n = pf_miss(p->pf, vaddr, pa, t);
 
 	for (i = 0; i < n; i++) {
-		uint64_t at;
 		int hit;
 
 		if (p->l2) {
@@ -132,9 +134,8 @@ static inline void acc_prefetch(struct acc_path *p, void *ctx, uint64_t vaddr, u
 		}
 		hit = p->llc(ctx, t[i], 1);
 		if (!hit) {
-			uint64_t line = t[i] >> p->line_shift;
+			uint64_t line = t[i] >> p->line_shift, at = acc_fill_at(p, *p->clock);
 
-			at = acc_fill_at(p, *p->clock);
 			if (at > *p->clock)
 				p->pend[line & (ACC_PEND - 1)] = (struct acc_pend){ line + 1, at };
 			if (acc_bw_on(p))
@@ -194,11 +195,11 @@ static inline enum acc_level acc_access(struct acc_path *p, void *ctx, uint64_t 
 	}
 	if (p->l2 && cm_access(p->l2, pa, p->rng)) {
 		level = ACC_L2;
-		w = p->c_fill ? acc_pend_wait(p, pa) : 0;
+		w = acc_pend_wait(p, pa);
 		p->charge(ctx, level, p->c_l2 + x + w, p->c_l2 + x);
 	} else if (p->llc(ctx, pa, 0)) {
 		level = ACC_LLC;
-		w = p->c_fill ? acc_pend_wait(p, pa) : 0;
+		w = acc_pend_wait(p, pa);
 		p->charge(ctx, level, p->c_llc + x + w, p->c_llc + x);
 	} else {
 		uint64_t line = pa >> p->line_shift, base, lat;

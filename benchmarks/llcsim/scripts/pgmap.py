@@ -57,7 +57,7 @@ def won_back(stock, mech):
     return (stock.median - mech.median) / (stock.median - 1)
 
 
-def heat(d, sizes, mechs, corunners, llc_mb, out):
+def heat(sizes, mechs, corunners, llc_mb, out):
     """The map as heat maps: the stock slowdown, then what each mechanism
     wins back, size by co-runner; the figure's markdown line."""
     plt = plt_mod()
@@ -130,7 +130,7 @@ def pgmap(args, d):
             wins = [won_back(s.get(('stock', k)), s.get((m, k))) for m in mechs if m != 'stock']
             L.append(f'| {mb:.2f} | {mb / llc_mb:.2g} | {CORUNNER_NAMES[k]} | ' + ' | '.join(cells) + ' | '
                      + ' | '.join(f'{100 * w:.0f}%' if w is not None else '-' for w in wins) + ' |')
-    L += ['', heat(d, sizes, mechs, corunners, llc_mb, args.out)]
+    L += ['', heat(sizes, mechs, corunners, llc_mb, args.out)]
     write_page(args.out, '\n'.join(L) + '\n')
     for ok, what in checks:
         print(f'{"ok" if ok else "not ok"} - {what}')
