@@ -84,7 +84,8 @@
 #
 # Environment: LLC_SIZE (2M) LLC_WAYS (16) L2_SIZE (256K) L2_WAYS (8)
 #   L1_SIZE (32K) L1_WAYS (8) REPL (lru: lru, random, srrip or pacman:
-#   SRRIP with prefetch fills at distant) LLC_REPL (= REPL: the LLC's) COLORS (32, kernel page_colors=)
+#   SRRIP with prefetch fills at distant) LLC_REPL (= REPL: the LLC's; also pacman:F,
+#   that fraction of prefetch fills inserted as SRRIP's) COLORS (32, kernel page_colors=)
 #   MEM (1024 MiB) BOOT_TIMEOUT (s) JOBS (2) TABLE2_REPS (3)
 #   SYNC (10000: modeled-time quantum in cycles between the vCPUs, 0 = off)
 #   PG_TPCH (0.05) PG_QUERIES (q01,q03,q05,q06,q08,q09,q18,q20,q21)

@@ -30,11 +30,11 @@ def memload(tmp_path):
     return p
 
 
-def guest(tmp_path, variant, slow, alone=20.0, rc=0, drop=None):
+def guest(tmp_path, variant, slow, alone=20.0, rc=0, drop=None, config="llc_repl=lru"):
     """slow: native KiB -> simulated beside / alone; `alone` cycles a load."""
     name = variant.replace("/", "-")
     ser, sim = tmp_path / f"share-{name}.serial.log", tmp_path / f"share-{name}.sim.log"
-    sl, rl = ["config llc=3145728/24 l2=262144/8 repl=lru llc_repl=lru lat_llc=18 cpi=0.4 rob=224 mshr=14"], []
+    sl, rl = [f"config llc=3145728/24 l2=262144/8 repl=lru {config} lat_llc=18 cpi=0.4 rob=224 mshr=14"], []
     for i, k in enumerate(KIBS):
         for tag, cyc in ((800 + 3 * i, alone), (801 + 3 * i, alone * slow[k])):
             if tag == drop:
@@ -100,3 +100,16 @@ def test_the_guest_list_is_the_one_the_page_reads(tmp_path):
                                   "llcsim:pair:chase/512/20/thp:stream/262144/0/thp/rw:801:802",
                                   "llcsim:run:chase/1024/20/thp:803",
                                   "llcsim:pair:chase/1024/20/thp:stream/262144/0/thp/rw:804:805"]
+
+
+def test_pacman_fraction_in_variant_and_profile(tmp_path):
+    """llc_repl=pacman:F (bimodal prefetch insertion): the page says the fraction the plugin ran with,
+    and the profile takes the variant's LLC_REPL as written."""
+    prof = tmp_path / "profile.env"
+    prof.write_text("CPI=0.4\n")
+    good = guest(tmp_path, "pacman:0.5/3M/24/18", {2048: 1.4, 4096: 4.5}, alone=21.0,
+                 config="llc_repl=pacman llc_pf_near=0.5")
+    p, page = run(tmp_path, good, "--profile", str(prof))
+    assert p.returncode == 0, p.stderr
+    assert "pacman, prefetch fills near 0.5, lat_llc 18" in page
+    assert "LLC_REPL=pacman:0.5" in prof.read_text()

@@ -17,7 +17,9 @@
  *     (Wu et al., MICRO 2011, its PACMan-M): SRRIP whose prefetch fills
  *     come in at 3, the first victims, so a prefetched stream that is not
  *     used again from this level takes about a way of each set
- *     (cm_access_pf()).
+ *     (cm_access_pf()).  pf_near of each 1024 prefetch fills may come in
+     at 2 instead (chosen at random; bimodal insertion, as BRRIP does for
+     all fills), so a stream keeps some claim on the ways.
  *   - way partitioning, as Intel CAT / AMD L3 QoS do it: an access may hit
  *     in any way, but a miss fills only a way of the accessor's way mask
  *     (cm_access_ways()); the LRU line among those ways is the victim.
@@ -43,6 +45,7 @@ struct cm_cache {
 	uint32_t line_shift;
 	uint32_t set_mask;
 	enum cm_repl repl;
+	uint32_t pf_near;	/* PACMan: prefetch fills at CM_RRPV_FILL, of 1024 */
 	/* sets * ways entries; entry = (line number + 1) | way << CM_WAY_SHIFT
 	 * | RRPV << CM_RRPV_SHIFT, line number + 1 = 0: invalid.  For LRU,
 	 * slot 0 of a set is the MRU line, slot ways-1 the LRU line, and the
@@ -196,9 +199,14 @@ static inline int cm_access_pf(struct cm_cache *c, uint64_t addr, uint64_t *rng,
 		set[0] = e;
 		return 0;
 	}
-	if (c->repl == CM_SRRIP || c->repl == CM_PACMAN)
-		return cm_access_srrip(set, n, tag, ways,
-				       c->repl == CM_PACMAN && pf ? CM_RRPV_MAX : CM_RRPV_FILL);
+	if (c->repl == CM_SRRIP || c->repl == CM_PACMAN) {
+		uint64_t fill = CM_RRPV_FILL;
+
+		if (c->repl == CM_PACMAN && pf &&
+		    !(c->pf_near && rng && cm_xorshift(rng) % 1024 < c->pf_near))
+			fill = CM_RRPV_MAX;
+		return cm_access_srrip(set, n, tag, ways, fill);
+	}
 	for (w = 0; w < n; w++)
 		if (cm_tag_of(set[w]) == tag)
 			return 1;

@@ -147,8 +147,9 @@ def main(argv=None):
          'chases and the stream on THP; the stream increments a word of each line of 256 MiB (natively '
          'stream_antagonist does so over 1 GiB).',
          *[f'- Guest run `{v}` (LLC {int(d["config"].get("llc", "0/0").split("/")[0]) >> 10} KiB '
-           f'{d["config"].get("llc", "0/0").split("/")[1]}-way, {d["config"].get("llc_repl")}, lat_llc '
-           f'{d["config"].get("lat_llc")}): {secs} s, boot-test exit {rc}; '
+           f'{d["config"].get("llc", "0/0").split("/")[1]}-way, {d["config"].get("llc_repl")}'
+           f'{", prefetch fills near " + d["config"]["llc_pf_near"] if float(d["config"].get("llc_pf_near", 0)) else ""}'
+           f', lat_llc {d["config"].get("lat_llc")}): {secs} s, boot-test exit {rc}; '
            + '; '.join(ln.lstrip('- ').rstrip('.') for ln in
                        analyze.guard_lines(argparse.Namespace(serial=serial)).splitlines())
            for (v, d, rc, secs, _), (_, serial, *_rest) in zip(runs, a.run)],

@@ -159,6 +159,27 @@ static double latencies(const struct core *k)
 	       (double)k->walks * 37 + (double)k->walk_l2 * 12 + (double)k->walk_llc * 40 + (double)k->walk_mem * 200;
 }
 
+/*
+ * Test 49's resident quarter (512 KiB, hit once a round) between streams of
+ * 4x a 2 MiB LLC, prefetch fills (pf) or demand fills: the share of the
+ * quarter's accesses after the first round that hit.
+ */
+static double quarter_kept(struct cm_cache *c, uint64_t *rng, int pf)
+{
+	uint64_t a, s, h = 0, n = 0, base = 1ull << 30, sbase = 2ull << 30;
+
+	cm_flush(c);
+	for (a = 0; a < (512 << 10); a += 64)
+		cm_access(c, base + a, rng);
+	for (int v = 0; v < 5; v++) {
+		for (a = 0; a < (512 << 10); a += 64, n += v > 0)
+			h += (uint64_t)cm_access(c, base + a, rng) * (v > 0);
+		for (s = 0; s < (8u << 20); s += 64)
+			cm_access_pf(c, sbase + (uint64_t)v * (8u << 20) + s, rng, CM_ALL_WAYS, pf);
+	}
+	return (double)h / (double)n;
+}
+
 int main(void)
 {
 	struct cm_cache c;
@@ -888,11 +909,11 @@ int main(void)
 		}
 	}
 
-	/* 56-57: PACMan (SRRIP, prefetch fills at distant) */
+	/* 56-58: PACMan (SRRIP, prefetch fills at distant) */
 	{
 		struct cm_cache pm;
-		uint64_t a, s, base = 1ull << 30, sbase = 2ull << 30;
-		double keep[2];
+		double keep[2], kept[3];
+		static const uint32_t near[3] = { 0, 512, 1024 };
 
 		cm_init(&pm, 2 << 20, 16, 64, CM_PACMAN);
 		/*
@@ -901,24 +922,25 @@ int main(void)
 		 * about a way a set and the quarter stays; the same stream of
 		 * demand fills takes it as under SRRIP.
 		 */
-		for (int pf = 0; pf < 2; pf++) {
-			uint64_t h = 0, n = 0;
-
-			cm_flush(&pm);
-			for (a = 0; a < (512 << 10); a += 64)
-				cm_access(&pm, base + a, &rng);
-			for (int v = 0; v < 5; v++) {
-				for (a = 0; a < (512 << 10); a += 64, n += v > 0)
-					h += (uint64_t)cm_access(&pm, base + a, &rng) * (v > 0);
-				for (s = 0; s < (8u << 20); s += 64)
-					cm_access_pf(&pm, sbase + (uint64_t)v * (8u << 20) + s, &rng, CM_ALL_WAYS, pf);
-			}
-			keep[pf] = (double)h / (double)n;
-		}
+		for (int pf = 0; pf < 2; pf++)
+			keep[pf] = quarter_kept(&pm, &rng, pf);
 		ok(hit_iff_present(CM_PACMAN) == 0, NULL, "PACMan: hit iff present, line present after access", 0, 0);
 		ok(keep[1] == 1.0 && keep[0] == 0.0, "prefetched %g, demand %g",
 		   "PACMan keeps a quarter of the LLC between prefetched streams of 4x the LLC, not demand ones",
 		   keep[1], keep[0]);
+		/*
+		 * Bimodal insertion (pf_near of 1024 prefetch fills as SRRIP's):
+		 * all of them near is SRRIP, which loses the quarter; none is
+		 * PACMan-M, which keeps it; half of them keeps part.
+		 */
+		for (int i = 0; i < 3; i++) {
+			pm.pf_near = near[i];
+			kept[i] = quarter_kept(&pm, &rng, 1);
+		}
+		ok(kept[0] == 1.0 && kept[2] == 0.0 && kept[1] > 0.0 && kept[1] < 1.0,
+		   "kept %g with half near, %g with all (none near: all kept)",
+		   "PACMan with pf_near: none near keeps the quarter, all near loses it, half keeps part",
+		   kept[1], kept[2]);
 		cm_free(&pm);
 	}
 
