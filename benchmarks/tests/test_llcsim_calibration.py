@@ -128,22 +128,27 @@ def test_mlp_check_fails_with_the_uncalibrated_errors(tmp_path):
 
 
 NATIVE_STUDY = LLCSIM.parents[1] / "docs" / "results" / "native-study.md"
-STUDY_PAGE = """# Native study
-
-- Machine: test
-- PostgreSQL 15.20 (Debian); shared_buffers 4GB, work_mem 64MB; mccdb C = 8.0 MB (sysfs)
-- Run: 2026-11-26 23:00, 20.0 min
-- Command: `.venv/bin/python -m mccdb_bench.native_study --db ssb --rounds 16`
-
-| hash table MB | actual MB | build rows | / C | alone s | resolution | beside stream | beside seq scan | beside hash join |
+CORUN_HEAD = """| hash table MB | actual MB | build rows | / C | alone s | resolution | beside stream | beside seq scan | beside hash join |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- |
-| 0.25 | 0.23 | 4,915 | 0.031 | 0.386 (0.383-0.391) | +-0.8% | **1.05 (1.03-1.07)** | 1.00 (0.98-1.02) | 1.00 (0.98-1.02) |
-| 0.5 | 0.46 | 9,830 | 0.062 | 0.393 (0.391-0.396) | +-0.8% | **1.14 (1.02-1.21)** | 1.01 (1.00-1.04) | 1.00 (0.98-1.02) |
-
-### Pairs with both vCPUs in one L3
+"""
+ONE_L3_HEAD = """### Pairs with both vCPUs in one L3
 
 | hash table MB | pairs in one L3 (stream/scan/hash join) | resolution | beside stream, one L3 | beside seq scan, one L3 | beside hash join, one L3 |
 | --- | --- | --- | --- | --- | --- |
+"""
+
+
+def study_page(settings, run, rounds, rows):
+    """A native study page as native_study.write lays it out: its header, then the co-run table of `rows`."""
+    return (f"# Native study\n\n- Machine: test\n- PostgreSQL 15.20 (Debian); {settings}mccdb C = 8.0 MB (sysfs)\n"
+            f"- Run: {run}\n- Command: `.venv/bin/python -m mccdb_bench.native_study --db ssb --rounds {rounds}`\n\n"
+            + CORUN_HEAD + rows)
+
+
+STUDY_PAGE = study_page("shared_buffers 4GB, work_mem 64MB; ", "2026-11-26 23:00, 20.0 min", 16, """\
+| 0.25 | 0.23 | 4,915 | 0.031 | 0.386 (0.383-0.391) | +-0.8% | **1.05 (1.03-1.07)** | 1.00 (0.98-1.02) | 1.00 (0.98-1.02) |
+| 0.5 | 0.46 | 9,830 | 0.062 | 0.393 (0.391-0.396) | +-0.8% | **1.14 (1.02-1.21)** | 1.01 (1.00-1.04) | 1.00 (0.98-1.02) |
+""") + "\n" + ONE_L3_HEAD + """\
 | 0.25 | 11/9/10 of 16 | +-0.8% | **1.12 (1.05-1.20)** | 1.00 (0.98-1.02) | 1.00 (0.98-1.02) |
 | 0.5 | 2/9/10 of 16 | +-0.8% | - | 1.01 (1.00-1.04) | 1.00 (0.98-1.02) |
 """
@@ -177,24 +182,12 @@ def test_the_native_curve_is_read_from_the_study_page(tmp_path):
 
 
 # a native study page of known numbers for pg-validate (2, 8 and 32 MB)
-VALIDATION_STUDY = """# Native study
-
-- Machine: test
-- PostgreSQL 15.20 (Debian); mccdb C = 8.0 MB (sysfs)
-- Run: 2026-11-26 04:09, 15.4 min
-- Command: `.venv/bin/python -m mccdb_bench.native_study --db ssb --rounds 10`
-
-| hash table MB | actual MB | build rows | / C | alone s | resolution | beside stream | beside seq scan | beside hash join |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- |
+VALIDATION_STUDY = study_page("", "2026-11-26 04:09, 15.4 min", 10, """\
 | 2 | 1.85 | 39,321 | 0.25 | 0.478 (0.467-0.497) | +-3.8% | **2.49 (1.84-2.90)** | 1.01 (0.89-1.06) | 1.00 (0.96-1.01) |
 | 8 | 7.40 | 157,286 | 1 | 1.025 (0.990-1.064) | +-1.8% | **1.21 (1.10-1.93)** | 1.02 (1.01-1.16) | 0.99 (0.94-1.02) |
 | 32 | 29.60 | 629,145 | 4 | 1.410 (1.389-1.429) | +-1.8% | **1.65 (1.35-1.74)** | 1.02 (0.99-1.03) | 1.01 (0.99-1.04) |
-"""
-ONE_L3 = """
-### Pairs with both vCPUs in one L3
-
-| hash table MB | pairs in one L3 (stream/scan/hash join) | resolution | beside stream, one L3 | beside seq scan, one L3 | beside hash join, one L3 |
-| --- | --- | --- | --- | --- | --- |
+""")
+ONE_L3 = "\n" + ONE_L3_HEAD + """\
 | 2 | 7/9/10 of 10 | +-3.8% | **2.60 (2.00-2.95)** | 1.00 (0.98-1.02) | 1.00 (0.98-1.02) |
 | 8 | 2/9/10 of 10 | +-1.8% | - | 1.01 (1.00-1.04) | 1.00 (0.98-1.02) |
 | 32 | 8/9/10 of 10 | +-1.8% | **1.70 (1.60-1.80)** | 1.01 (1.00-1.04) | 1.00 (0.98-1.02) |
