@@ -18,8 +18,8 @@
  *     come in at 3, the first victims, so a prefetched stream that is not
  *     used again from this level takes about a way of each set
  *     (cm_access_pf()).  pf_near of each 1024 prefetch fills may come in
-     at 2 instead (chosen at random; bimodal insertion, as BRRIP does for
-     all fills), so a stream keeps some claim on the ways.
+ *     at 2 instead (chosen at random; bimodal insertion, as BRRIP does for
+ *     all fills), so a stream keeps some claim on the ways.
  *   - way partitioning, as Intel CAT / AMD L3 QoS do it: an access may hit
  *     in any way, but a miss fills only a way of the accessor's way mask
  *     (cm_access_ways()); the LRU line among those ways is the victim.
