@@ -29,7 +29,7 @@ set -uo pipefail
 kernel= initrd= log= expect=supported append= timeout_s=1200 mem=1024 smp=2
 cpu="qemu64,l3-cache=on"
 qemu_extra=
-usage() { sed -n '3,27p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,26p' "$0" | sed 's/^# \{0,1\}//'; }
 while getopts "k:i:o:e:a:t:m:s:c:q:h" opt; do
 	case $opt in
 	k) kernel=$OPTARG ;;
