@@ -82,6 +82,31 @@ static int in_area(uint64_t pfn)
 	return pfn >= base && pfn < base + count;
 }
 
+/* Zones by node and name, for matching /proc/zoneinfo and pagetypeinfo. */
+struct zstat {
+	int node;
+	char name[32];
+	long long stat, lists;
+};
+
+static struct zstat *zfind(struct zstat *z, int *n, int node, const char *name)
+{
+	char clean[32];
+	int i;
+
+	snprintf(clean, sizeof(clean), "%s", name);
+	clean[strcspn(clean, ",")] = 0;
+	for (i = 0; i < *n; i++)
+		if (z[i].node == node && !strcmp(z[i].name, clean))
+			return &z[i];
+	if (*n >= 16)
+		return NULL;
+	memset(&z[*n], 0, sizeof(z[*n]));
+	z[*n].node = node;
+	snprintf(z[*n].name, sizeof(z[*n].name), "%s", clean);
+	return &z[(*n)++];
+}
+
 /*
  * Per zone: nr_free_cma of /proc/zoneinfo and the CMA free pages of
  * /proc/pagetypeinfo; returns the largest difference, the totals in
@@ -90,8 +115,9 @@ static int in_area(uint64_t pfn)
 static long long cma_mismatch(long long *stat, long long *lists)
 {
 	char line[1024], zone[32], type[32];
-	long long st[16] = { 0 }, li[16] = { 0 }, worst = 0;
-	int node, z = -1, nz = 0, i, order;
+	struct zstat zs[16], *z = NULL;
+	long long worst = 0;
+	int node, nz = 0, i, order;
 	FILE *f;
 
 	pc_stat_refresh();
@@ -102,26 +128,23 @@ static long long cma_mismatch(long long *stat, long long *lists)
 		long long a;
 
 		if (sscanf(line, "Node %d, zone %31s", &node, zone) == 2)
-			z = nz < 16 ? nz++ : 15;
-		else if (z >= 0 && sscanf(line, " nr_free_cma %lld", &a) == 1)
-			st[z] = a;
+			z = zfind(zs, &nz, node, zone);
+		else if (z && sscanf(line, " nr_free_cma %lld", &a) == 1)
+			z->stat = a;
 	}
 	fclose(f);
 	f = fopen("/proc/pagetypeinfo", "r");
 	if (!f)
 		return -1;
-	z = -1;
 	while (fgets(line, sizeof(line), f)) {
 		char *s;
 		int n;
 
-		if (sscanf(line, "Node %d, zone %31s type %31s%n", &node, zone, type, &n) != 3)
+		if (sscanf(line, "Node %d, zone %31s type %31s%n", &node, zone, type, &n) != 3 ||
+		    strcmp(type, "CMA"))
 			continue;
-		if (!strcmp(type, "Unmovable"))
-			z++;	/* the first type of each zone */
-		if (strcmp(type, "CMA") || z < 0 || z >= 16)
-			continue;
-		for (s = line + n, order = 0; *s; order++) {
+		z = zfind(zs, &nz, node, zone);
+		for (s = line + n, order = 0; z && *s; order++) {
 			long long c;
 			int m;
 
@@ -129,17 +152,17 @@ static long long cma_mismatch(long long *stat, long long *lists)
 				s++;
 			if (sscanf(s, "%lld%n", &c, &m) != 1)
 				break;
-			li[z] += c << order;
+			z->lists += c << order;
 			s += m;
 		}
 	}
 	fclose(f);
 	*stat = *lists = 0;
 	for (i = 0; i < nz; i++) {
-		long long d = st[i] > li[i] ? st[i] - li[i] : li[i] - st[i];
+		long long d = llabs(zs[i].stat - zs[i].lists);
 
-		*stat += st[i];
-		*lists += li[i];
+		*stat += zs[i].stat;
+		*lists += zs[i].lists;
 		if (d > worst)
 			worst = d;
 	}

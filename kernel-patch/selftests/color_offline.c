@@ -22,7 +22,7 @@
  *  4. the child's pages (migrated out of the block) keep their contents
  *     (their colours are printed: offlining moves pages to frames of any
  *     colour, as documented);
- *  5. a second child bound to COLOR faults 512 pages: all of the colour,
+ *  5. a second child bound to COLOR faults 256 pages: all of the colour,
  *     none in the offlined block, no SIGBUS;
  *  6. the block goes online again; after a drain the zones' free pages in
  *     /proc/zoneinfo are the free blocks /proc/buddyinfo lists (64 pages);
@@ -38,7 +38,7 @@
 #define MEM		"/sys/devices/system/memory"
 #define NPAGES		2
 #define COLOR		11
-#define NPAGES2		512
+#define NPAGES2		256
 
 static unsigned long long block_pages;
 
@@ -99,9 +99,10 @@ static long long zone_stat(int nid, const char *zname, const char *stat)
 /* Largest difference, over zones, of zoneinfo's free pages and buddyinfo's. */
 static long long free_mismatch(void)
 {
+	struct { int node; char name[32]; long long zi, bi; } z[16];
 	char line[512], zone[32];
-	long long zi[16] = { 0 }, bi[16] = { 0 }, worst = 0, a;
-	int node, n = 0, m = 0, i;
+	long long worst = 0, a;
+	int node, n = 0, i, cur = -1;
 	FILE *f;
 
 	pc_stat_refresh();
@@ -109,40 +110,39 @@ static long long free_mismatch(void)
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "Node %d, zone %31s", &node, zone) == 2)
-			n++;
-		else if (n && n <= 16 && sscanf(line, " pages free %lld", &a) == 1)
-			zi[n - 1] = a;
+		if (sscanf(line, "Node %d, zone %31s", &node, zone) == 2) {
+			cur = n < 16 ? n++ : -1;
+			if (cur >= 0) {
+				z[cur].node = node;
+				snprintf(z[cur].name, sizeof(z[cur].name), "%s", zone);
+				z[cur].zi = z[cur].bi = 0;
+			}
+		} else if (cur >= 0 && sscanf(line, " pages free %lld", &a) == 1) {
+			z[cur].zi = a;
+		}
 	}
 	fclose(f);
 	f = fopen("/proc/buddyinfo", "r");
 	if (!f)
 		return -1;
-	while (fgets(line, sizeof(line), f) && m < 16) {
-		char *s = strstr(line, "zone");
+	while (fgets(line, sizeof(line), f)) {
+		char *s;
 		int o = 0, k;
 
-		if (!s)
+		if (sscanf(line, "Node %d, zone %31s%n", &node, zone, &k) != 2)
 			continue;
-		s += 4;
-		while (*s == ' ')
-			s++;
-		s += strcspn(s, " ");
-		while (sscanf(s, "%lld%n", &a, &k) == 1) {
-			bi[m] += a << o++;
-			s += k;
-		}
-		m++;
+		for (i = 0; i < n; i++)
+			if (z[i].node == node && !strcmp(z[i].name, zone))
+				break;
+		if (i == n)
+			continue;
+		for (s = line + k; sscanf(s, "%lld%n", &a, &k) == 1; s += k)
+			z[i].bi += a << o++;
 	}
 	fclose(f);
-	/* buddyinfo lists only populated zones: match them by free count order */
-	for (i = 0, m = 0; i < n && i < 16; i++) {
-		if (!zi[i])
-			continue;
-		if (llabs(zi[i] - bi[m]) > worst)
-			worst = llabs(zi[i] - bi[m]);
-		m++;
-	}
+	for (i = 0; i < n; i++)
+		if (llabs(z[i].zi - z[i].bi) > worst)
+			worst = llabs(z[i].zi - z[i].bi);
 	return worst;
 }
 
