@@ -16,7 +16,7 @@
 #       and report unsupported, all other programs must skip), "any"
 #   -a  extra kernel command line (e.g. page_colors=64)
 #   -t  timeout for the whole guest run in seconds (default 1200)
-#   -m  guest memory in MiB (default 1024); -s vCPUs (default 2)
+#   -m  guest memory in MiB (default 1024); -s QEMU -smp (default 2; e.g. "2,sockets=2")
 #   -c  QEMU -cpu model (default "qemu64,l3-cache=on": the guest then reports
 #       an L3 of 16 MiB, 16-way, 64-byte lines in sysfs => 256 colours)
 #   -q  extra QEMU arguments, split at blanks (e.g. -numa options)
@@ -60,7 +60,7 @@ mkdir -p "$(dirname "$log")"
 # panic=-1: reboot at once on panic, which -no-reboot turns into QEMU exiting,
 # so a crashed guest ends the run instead of hanging until the timeout.
 cmdline="console=ttyS0 panic=-1 oops=panic panic_on_warn=0 $append"
-echo "boot-test: booting $kernel (cpu $cpu, ${mem} MiB, $smp vCPUs, timeout ${timeout_s}s)"
+echo "boot-test: booting $kernel (cpu $cpu, ${mem} MiB, -smp $smp, timeout ${timeout_s}s)"
 echo "boot-test: cmdline: $cmdline"
 [ -z "$qemu_extra" ] || echo "boot-test: qemu: $qemu_extra"
 echo "boot-test: serial log: $log"
