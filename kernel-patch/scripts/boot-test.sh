@@ -6,7 +6,7 @@
 #
 # usage: boot-test.sh -k BZIMAGE -i INITRD [-o LOG] [-e supported|unsupported|any]
 #                     [-a "EXTRA KERNEL ARGS"] [-t TIMEOUT_S] [-m MEM_MB] [-s SMP]
-#                     [-c CPU_MODEL]
+#                     [-c CPU_MODEL] [-q "EXTRA QEMU ARGS"]
 #   -k  kernel image (bzImage)
 #   -i  initramfs built by mkinitramfs.sh
 #   -o  serial log file (default: build/boot-test-<timestamp>.log)
@@ -16,9 +16,10 @@
 #       and report unsupported, all other programs must skip), "any"
 #   -a  extra kernel command line (e.g. page_colors=64)
 #   -t  timeout for the whole guest run in seconds (default 1200)
-#   -m  guest memory in MiB (default 1024); -s vCPUs (default 2)
+#   -m  guest memory in MiB (default 1024); -s QEMU -smp (default 2; e.g. "2,sockets=2")
 #   -c  QEMU -cpu model (default "qemu64,l3-cache=on": the guest then reports
 #       an L3 of 16 MiB, 16-way, 64-byte lines in sysfs => 256 colours)
+#   -q  extra QEMU arguments, split at blanks (e.g. -numa options)
 #
 # Exit status: 0 pass; 1 a test failed, a program was skipped unexpectedly,
 # dmesg showed BUG/WARNING/Oops/KASAN/..., or the sentinel line is missing
@@ -27,8 +28,9 @@ set -uo pipefail
 
 kernel= initrd= log= expect=supported append= timeout_s=1200 mem=1024 smp=2
 cpu="qemu64,l3-cache=on"
-usage() { sed -n '3,27p' "$0" | sed 's/^# \{0,1\}//'; }
-while getopts "k:i:o:e:a:t:m:s:c:h" opt; do
+qemu_extra=
+usage() { sed -n '3,26p' "$0" | sed 's/^# \{0,1\}//'; }
+while getopts "k:i:o:e:a:t:m:s:c:q:h" opt; do
 	case $opt in
 	k) kernel=$OPTARG ;;
 	i) initrd=$OPTARG ;;
@@ -39,6 +41,7 @@ while getopts "k:i:o:e:a:t:m:s:c:h" opt; do
 	m) mem=$OPTARG ;;
 	s) smp=$OPTARG ;;
 	c) cpu=$OPTARG ;;
+	q) qemu_extra=$OPTARG ;;
 	h) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
 	esac
@@ -57,14 +60,17 @@ mkdir -p "$(dirname "$log")"
 # panic=-1: reboot at once on panic, which -no-reboot turns into QEMU exiting,
 # so a crashed guest ends the run instead of hanging until the timeout.
 cmdline="console=ttyS0 panic=-1 oops=panic panic_on_warn=0 $append"
-echo "boot-test: booting $kernel (cpu $cpu, ${mem} MiB, $smp vCPUs, timeout ${timeout_s}s)"
+echo "boot-test: booting $kernel (cpu $cpu, ${mem} MiB, -smp $smp, timeout ${timeout_s}s)"
 echo "boot-test: cmdline: $cmdline"
+[ -z "$qemu_extra" ] || echo "boot-test: qemu: $qemu_extra"
 echo "boot-test: serial log: $log"
 start=$(date +%s)
+# $qemu_extra is split at blanks on purpose
+# shellcheck disable=SC2086
 timeout --foreground -k 10 "$timeout_s" \
 	qemu-system-x86_64 -accel tcg -cpu "$cpu" -m "$mem" -smp "$smp" \
 	-nographic -no-reboot -monitor none -serial stdio \
-	-kernel "$kernel" -initrd "$initrd" -append "$cmdline" \
+	-kernel "$kernel" -initrd "$initrd" -append "$cmdline" $qemu_extra \
 	< /dev/null > "$log" 2>&1
 qrc=$?
 secs=$(( $(date +%s) - start ))

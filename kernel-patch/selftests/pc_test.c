@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/klog.h>
 #include <sys/mman.h>
@@ -629,4 +630,60 @@ pid_t pc_start_holder(void (*fn)(void *), void *arg)
 	}
 	close(fds[0]);
 	return pid;
+}
+
+int pc_pfn_node(uint64_t pfn)
+{
+	long long spanned = -1, a;
+	char line[256], zone[32];
+	int node = -1, n = -1;
+	FILE *f = fopen("/proc/zoneinfo", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Node %d, zone %31s", &node, zone) == 2) {
+			spanned = -1;
+			continue;
+		}
+		if (sscanf(line, " spanned %lld", &a) == 1) {
+			spanned = a;
+		} else if (sscanf(line, " start_pfn: %lld", &a) == 1 && spanned > 0 &&
+			   (long long)pfn >= a && (long long)pfn < a + spanned) {
+			n = node;
+			break;
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+int pc_node_cpu(int node)
+{
+	char path[96], buf[64];
+	int cpu = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/cpulist", node);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (!fgets(buf, sizeof(buf), f) || sscanf(buf, "%d", &cpu) != 1)
+		cpu = -1;
+	fclose(f);
+	return cpu;
+}
+
+int pc_run_on(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+
+void pc_stat_refresh(void)
+{
+	pc_write_file("/proc/sys/vm/stat_refresh", "1");
 }

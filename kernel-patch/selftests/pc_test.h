@@ -169,4 +169,13 @@ struct pc_zone_info {
  */
 int pc_zone_info(const char *name, struct pc_zone_info *zi);
 
+/* The NUMA node whose zones span @pfn (/proc/zoneinfo), -1 if none. */
+int pc_pfn_node(uint64_t pfn);
+/* The first CPU of NUMA node @node, -1 if it has none. */
+int pc_node_cpu(int node);
+/* Run the calling process on @cpu only: 0, or -1 with errno. */
+int pc_run_on(int cpu);
+/* Fold the per-cpu vmstat counters into the global ones (vm.stat_refresh). */
+void pc_stat_refresh(void);
+
 #endif
