@@ -613,7 +613,7 @@ do_share() {
 	local passes=${SHARE_PASSES:-20} list runs=() v repl llc ways lat
 	[ $QUICK = 1 ] && passes=4
 	list=$("$py" "$here/scripts/share.py" --native "$native_cal_share" --sim-list "$passes")
-	for v in ${SHARE_VARIANTS:-pacman/3M/12/19 pacman/2M/16/19 srrip/3M/12/19}; do
+	for v in ${SHARE_VARIANTS:-pacman:0.01/2M/16/19 pacman:0.02/2M/16/19 pacman/2M/16/19}; do
 		IFS=/ read -r repl llc ways lat <<<"$v"
 		[ -n "$lat" ] || { log "share: variant $v is not REPL/LLC_SIZE/LLC_WAYS/LAT_LLC"; exit 2; }
 		read -r serial simout rc secs < <(LLC_REPL=$repl LLC_SIZE=$llc LLC_WAYS=$ways LAT_LLC=$lat MEM=1024 \
