@@ -309,27 +309,8 @@ static pid_t start_child(uint64_t *pfns, int *ok)
 	*ok = 0;
 	if (pid <= 0)
 		return pid;
-	/* find its mapping: the first VMA of NPAGES pages bound to colour 9 */
-	{
-		char path[64], line[512];
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/proc/%d/color_maps", (int)pid);
-		f = fopen(path, "r");
-		while (f && fgets(line, sizeof(line), f)) {
-			unsigned long s, e;
-			char mode[16], cols[64];
-
-			if (sscanf(line, "%lx-%lx %15s %63s", &s, &e, mode, cols) == 4 &&
-			    !strcmp(mode, "bind") && !strcmp(cols, "9") &&
-			    e - s == NPAGES * (unsigned long)pc_page_size) {
-				child_addr = (char *)s;
-				break;
-			}
-		}
-		if (f)
-			fclose(f);
-	}
+	/* its mapping: the VMA of NPAGES pages bound to colour 9 */
+	child_addr = pc_bound_vma(pid, "9", NPAGES);
 	*ok = child_addr && !pagecolor_pid_pfns(pid, (uintptr_t)child_addr, NPAGES, pfns);
 	return pid;
 }

@@ -160,26 +160,7 @@ static void child_fn(void *arg)
 
 static char *child_addr(pid_t pid, size_t npages)
 {
-	char path[64], line[512];
-	char *addr = NULL;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/color_maps", (int)pid);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long s, e;
-		char mode[16], cols[64];
-
-		if (sscanf(line, "%lx-%lx %15s %63s", &s, &e, mode, cols) == 4 &&
-		    !strcmp(mode, "bind") && !strcmp(cols, "11") &&
-		    e - s == npages * (unsigned long)pc_page_size) {
-			addr = (char *)s;
-			break;
-		}
-	}
-	if (f)
-		fclose(f);
-	return addr;
+	return pc_bound_vma(pid, "11", npages);
 }
 
 static long damaged(pid_t pid, char *addr)

@@ -687,3 +687,27 @@ void pc_stat_refresh(void)
 {
 	pc_write_file("/proc/sys/vm/stat_refresh", "1");
 }
+
+char *pc_bound_vma(pid_t pid, const char *colours, size_t npages)
+{
+	char path[64], line[512];
+	char *addr = NULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/color_maps", (int)pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long s, e;
+		char mode[16], cols[64];
+
+		if (sscanf(line, "%lx-%lx %15s %63s", &s, &e, mode, cols) == 4 &&
+		    !strcmp(mode, "bind") && !strcmp(cols, colours) &&
+		    e - s == npages * (unsigned long)pc_page_size) {
+			addr = (char *)s;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return addr;
+}

@@ -91,6 +91,8 @@ char *pc_bound_pages(const char *list, size_t npages);
  * the mapping or the policy cannot be made, and with PC_EXIT_SIGBUS when a
  * fault finds no page of those colours.
  */
+/* The start of @pid's VMA of @npages pages bound to @colours (color_maps), or NULL. */
+char *pc_bound_vma(pid_t pid, const char *colours, size_t npages);
 char *pc_child_bound_touch(const char *list, size_t npages, int fail);
 
 /* Make a set from list syntax; aborts the test on a bad list. */
