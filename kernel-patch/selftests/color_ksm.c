@@ -56,62 +56,48 @@ static size_t damaged(const char *p)
 }
 
 /*
- * A child that maps NPAGES pages (coloured as @kind says), fills them,
- * marks them mergeable, reports their address and then checks its
- * contents whenever the parent asks (a byte on @cmd), answering with the
+ * A child's body (pc_child_start()): map NPAGES pages coloured as *@arg
+ * says, fill them, mark them mergeable, report their address and then
+ * check their contents whenever the parent asks, answering with the
  * number of damaged words.
  */
+static int child(void *arg, int cmd, int ans)
+{
+	enum kind kind = *(const enum kind *)arg;
+	pagecolor_set_t s;
+	size_t bad;
+	char *p, x;
+
+	if (kind == TASK_DEFAULT) {
+		s = pc_set("5");
+		if (pagecolor_set_policy(COLOR_MODE_BIND, &s))
+			return 1;
+	}
+	p = mmap(NULL, NPAGES * pc_page_size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return 1;
+	if (kind == VMA_POLICY) {
+		s = pc_set("3");
+		if (pagecolor_mbind(p, NPAGES * pc_page_size, COLOR_MODE_BIND, &s, 0))
+			return 1;
+	}
+	fill(p);
+	if (madvise(p, NPAGES * pc_page_size, MADV_MERGEABLE))
+		return 2;
+	if (write(ans, &p, sizeof(p)) != sizeof(p))
+		return 1;
+	while (read(cmd, &x, 1) == 1) {
+		bad = damaged(p);
+		if (write(ans, &bad, sizeof(bad)) != sizeof(bad))
+			return 1;
+	}
+	return 0;
+}
+
 static pid_t start(enum kind kind, char **addr, int *cmd, int *ans)
 {
-	int down[2], up[2];
-	pid_t pid;
-
-	if (pipe(down) || pipe(up))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		pagecolor_set_t s;
-		char *p, x;
-		size_t bad;
-
-		close(down[1]);
-		close(up[0]);
-		if (kind == TASK_DEFAULT) {
-			s = pc_set("5");
-			if (pagecolor_set_policy(COLOR_MODE_BIND, &s))
-				_exit(1);
-		}
-		p = mmap(NULL, NPAGES * pc_page_size, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (p == MAP_FAILED)
-			_exit(1);
-		if (kind == VMA_POLICY) {
-			s = pc_set("3");
-			if (pagecolor_mbind(p, NPAGES * pc_page_size,
-					    COLOR_MODE_BIND, &s, 0))
-				_exit(1);
-		}
-		fill(p);
-		if (madvise(p, NPAGES * pc_page_size, MADV_MERGEABLE))
-			_exit(2);
-		if (write(up[1], &p, sizeof(p)) != sizeof(p))
-			_exit(1);
-		while (read(down[0], &x, 1) == 1) {
-			bad = damaged(p);
-			if (write(up[1], &bad, sizeof(bad)) != sizeof(bad))
-				_exit(1);
-		}
-		_exit(0);
-	}
-	close(down[0]);
-	close(up[1]);
-	*cmd = down[1];
-	*ans = up[0];
-	if (pid < 0 || read(up[0], addr, sizeof(*addr)) != sizeof(*addr)) {
-		*addr = NULL;
-		return pid;
-	}
-	return pid;
+	return pc_child_start(child, &kind, addr, cmd, ans);
 }
 
 static long ksm_read(const char *name)
@@ -180,7 +166,6 @@ int main(void)
 	int trouble, i, u12 = 0, got = 0;
 	size_t bad = (size_t)-1;
 	pid_t pid[4];
-	char x = 1;
 
 	pc_init(6);
 	trouble = pc_dmesg_trouble();
@@ -248,19 +233,14 @@ int main(void)
 		tap_ok(0, "C's frames read from pagemap");
 		tap_ok(0, "D's frames read from pagemap");
 	}
-	if (write(cmd[0], &x, 1) != 1 || read(ans[0], &bad, sizeof(bad)) != sizeof(bad))
-		bad = (size_t)-1;
+	pc_child_stop(pid[0], cmd[0], ans[0], &bad);
+	pid[0] = -1;
 	tap_ok(bad == 0, "C's contents intact (%zd damaged words)", (ssize_t)bad);
 out:
 	ksm_write("run", "2");	/* unmerge everything */
-	for (i = 0; i < 4; i++) {
-		if (cmd[i] >= 0)
-			close(cmd[i]);
-		if (pid[i] > 0) {
-			kill(pid[i], SIGKILL);
-			waitpid(pid[i], NULL, 0);
-		}
-	}
+	for (i = 0; i < 4; i++)
+		if (pid[i] > 0)
+			pc_child_stop(pid[i], cmd[i], ans[i], NULL);
 	ksm_write("run", "0");
 	tap_ok(pc_dmesg_trouble() == trouble, "no BUG/WARNING/Oops in dmesg");
 	return tap_finish();

@@ -38,62 +38,44 @@
 static int cpu0, cpu1;
 
 /*
- * A child: on node 1's CPU, map and fault NPAGES pages (bound to
- * @colours when not NULL); report the address; on a byte from the parent
- * move to node 0's CPU and touch the pages until the next byte, then
- * report damaged bytes and wait to be killed.
+ * A child's body (pc_child_start()): on node 1's CPU, map and fault
+ * NPAGES pages (bound to the colours in @arg when not NULL); report the
+ * address; on a byte from the parent move to node 0's CPU and touch the
+ * pages until the next byte, then report damaged bytes and wait to be
+ * killed.
  */
-static pid_t start(const char *colours, char **addr, int *cmd, int *ans)
+static int child(void *arg, int cmd, int ans)
 {
-	int down[2], up[2];
-	pid_t pid;
+	const char *colours = arg;
+	size_t i, bad = 0;
+	char *p, x;
 
-	if (pipe(down) || pipe(up))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		size_t i, bad = 0;
-		char *p, x;
+	pc_run_on(cpu1);
+	p = mmap(NULL, NPAGES * pc_page_size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return 1;
+	if (colours) {
+		pagecolor_set_t s = pc_set(colours);
 
-		close(down[1]);
-		close(up[0]);
-		pc_run_on(cpu1);
-		p = mmap(NULL, NPAGES * pc_page_size, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (p == MAP_FAILED)
-			_exit(1);
-		if (colours) {
-			pagecolor_set_t s = pc_set(colours);
-
-			if (pagecolor_mbind(p, NPAGES * pc_page_size,
-					    COLOR_MODE_BIND, &s, 0))
-				_exit(1);
-		}
-		for (i = 0; i < NPAGES; i++)
-			memset(p + i * pc_page_size, (int)(i & 0x7f) + 1, pc_page_size);
-		if (write(up[1], &p, sizeof(p)) != sizeof(p) ||
-		    read(down[0], &x, 1) != 1)
-			_exit(1);
-		pc_run_on(cpu0);
-		fcntl(down[0], F_SETFL, O_NONBLOCK);
-		while (read(down[0], &x, 1) != 1)
-			for (i = 0; i < NPAGES; i++)
-				((volatile char *)p)[i * pc_page_size + 64] =
-					(char)((i & 0x7f) + 1);
-		for (i = 0; i < NPAGES * (size_t)pc_page_size; i++)
-			bad += p[i] != (char)(((i / pc_page_size) & 0x7f) + 1);
-		if (write(up[1], &bad, sizeof(bad)) != sizeof(bad))
-			_exit(1);
-		pause();
-		_exit(0);
+		if (pagecolor_mbind(p, NPAGES * pc_page_size, COLOR_MODE_BIND, &s, 0))
+			return 1;
 	}
-	close(down[0]);
-	close(up[1]);
-	*cmd = down[1];
-	*ans = up[0];
-	if (pid < 0 || read(up[0], addr, sizeof(*addr)) != sizeof(*addr))
-		*addr = NULL;
-	return pid;
+	for (i = 0; i < NPAGES; i++)
+		memset(p + i * pc_page_size, (int)(i & 0x7f) + 1, pc_page_size);
+	if (write(ans, &p, sizeof(p)) != sizeof(p) || read(cmd, &x, 1) != 1)
+		return 1;
+	pc_run_on(cpu0);
+	fcntl(cmd, F_SETFL, O_NONBLOCK);
+	while (read(cmd, &x, 1) != 1)
+		for (i = 0; i < NPAGES; i++)
+			((volatile char *)p)[i * pc_page_size + 64] = (char)((i & 0x7f) + 1);
+	for (i = 0; i < NPAGES * (size_t)pc_page_size; i++)
+		bad += p[i] != (char)(((i / pc_page_size) & 0x7f) + 1);
+	if (write(ans, &bad, sizeof(bad)) != sizeof(bad))
+		return 1;
+	pause();
+	return 0;
 }
 
 struct where {
@@ -127,18 +109,6 @@ static double now(void)
 
 	gettimeofday(&tv, NULL);
 	return tv.tv_sec + tv.tv_usec / 1e6;
-}
-
-static void stop(pid_t pid, int cmd, int ans, size_t *bad)
-{
-	char x = 1;
-
-	if (bad && (write(cmd, &x, 1) != 1 || read(ans, bad, sizeof(*bad)) != sizeof(*bad)))
-		*bad = (size_t)-1;
-	close(cmd);
-	close(ans);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
 }
 
 int main(void)
@@ -177,7 +147,7 @@ int main(void)
 	pc_write_file(NUMA_DBG "scan_period_max_ms", "400");
 
 	/* 2: control */
-	pid = start(NULL, &p, &cmd, &ans);
+	pid = pc_child_start(child, NULL, &p, &cmd, &ans);
 	if (!p || where(pid, p, -1, &w0)) {
 		tap_ok(0, "uncoloured child faulted its pages");
 		return tap_finish();
@@ -193,7 +163,7 @@ int main(void)
 	}
 	need = now() - t0;
 	mig1 = pc_vmstat("numa_pages_migrated");
-	stop(pid, cmd, ans, &bad);
+	pc_child_stop(pid, cmd, ans, &bad);
 	tap_ok(w0.node[1] >= NPAGES * 9 / 10 && w.node[0] >= NPAGES / 2 && bad == 0,
 	       "uncoloured: faulted on node 1 (%d of %d there), running on node 0 "
 	       "%d moved there in %.1f s (numa_pages_migrated +%lld), contents intact",
@@ -204,7 +174,7 @@ int main(void)
 	/* 3, 4: a process bound to one colour */
 	pc_wait_parked(1, 30000);
 	p = NULL;
-	pid = start("7", &p, &cmd, &ans);
+	pid = pc_child_start(child, "7", &p, &cmd, &ans);
 	if (!p || where(pid, p, COLOR, &w0)) {
 		tap_ok(0, "coloured child faulted its pages");
 		return tap_finish();
@@ -228,7 +198,7 @@ int main(void)
 	       "%d on node 1 (was %d and %d); numa_hint_faults +%lld, "
 	       "numa_pages_migrated +%lld", now() - t0, w.off_colour, NPAGES, COLOR,
 	       w.node[0], w.node[1], w0.node[0], w0.node[1], hint1 - hint0, mig1 - mig0);
-	stop(pid, cmd, ans, &bad);
+	pc_child_stop(pid, cmd, ans, &bad);
 	tap_ok(bad == 0, "its contents intact (%zd bytes damaged)", (ssize_t)bad);
 	tap_ok(pc_dmesg_trouble() == trouble, "no BUG/WARNING/Oops in dmesg");
 	return tap_finish();

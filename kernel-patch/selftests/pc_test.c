@@ -711,3 +711,55 @@ char *pc_bound_vma(pid_t pid, const char *colours, size_t npages)
 		fclose(f);
 	return addr;
 }
+
+pid_t pc_child_start(int (*body)(void *arg, int cmd, int ans), void *arg,
+		     char **addr, int *cmd, int *ans)
+{
+	int down[2], up[2];
+	pid_t pid;
+
+	*addr = NULL;
+	*cmd = *ans = -1;
+	if (pipe(down))
+		return -1;
+	if (pipe(up)) {
+		close(down[0]);
+		close(down[1]);
+		return -1;
+	}
+	pid = fork();
+	if (pid == 0) {
+		close(down[1]);
+		close(up[0]);
+		_exit(body(arg, down[0], up[1]));
+	}
+	close(down[0]);
+	close(up[1]);
+	if (pid < 0) {
+		close(down[1]);
+		close(up[0]);
+		return -1;
+	}
+	*cmd = down[1];
+	*ans = up[0];
+	if (read(up[0], addr, sizeof(*addr)) != sizeof(*addr))
+		*addr = NULL;
+	return pid;
+}
+
+void pc_child_stop(pid_t pid, int cmd, int ans, size_t *answer)
+{
+	char x = 1;
+
+	if (answer && (write(cmd, &x, 1) != 1 ||
+		       read(ans, answer, sizeof(*answer)) != sizeof(*answer)))
+		*answer = (size_t)-1;
+	if (cmd >= 0)
+		close(cmd);
+	if (ans >= 0)
+		close(ans);
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+}

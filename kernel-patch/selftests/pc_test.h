@@ -91,9 +91,27 @@ char *pc_bound_pages(const char *list, size_t npages);
  * the mapping or the policy cannot be made, and with PC_EXIT_SIGBUS when a
  * fault finds no page of those colours.
  */
+char *pc_child_bound_touch(const char *list, size_t npages, int fail);
+
 /* The start of @pid's VMA of @npages pages bound to @colours (color_maps), or NULL. */
 char *pc_bound_vma(pid_t pid, const char *colours, size_t npages);
-char *pc_child_bound_touch(const char *list, size_t npages, int fail);
+
+/*
+ * A child the parent drives over two pipes: fork; the child runs
+ * body(arg, cmd, ans) and _exits with what it returns.  body reads the
+ * parent's requests from @cmd and writes its answers to @ans, the first of
+ * them the address of its mapping, which the parent gets in *addr (NULL
+ * when the child failed before sending it).  Returns the child's pid (-1
+ * when it could not start); *cmd and *ans are the parent's ends.
+ */
+pid_t pc_child_start(int (*body)(void *arg, int cmd, int ans), void *arg,
+		     char **addr, int *cmd, int *ans);
+/*
+ * Stop such a child: with @answer, first ask it once (a byte on cmd) and
+ * put its size_t answer there ((size_t)-1 when none came); then close the
+ * pipes, SIGKILL and reap it.
+ */
+void pc_child_stop(pid_t pid, int cmd, int ans, size_t *answer);
 
 /* Make a set from list syntax; aborts the test on a bad list. */
 pagecolor_set_t pc_set(const char *list);
