@@ -30,6 +30,16 @@ def build(outdir, source=SOURCE):
     return exe
 
 
+def chase_key(key):
+    """A chase's name, 'KIB' or 'KIB:ADDS' (paced: ADDS dependent adds after
+    each load, llc_knee.c's fifth argument) -> (KIB, ADDS)."""
+    kib, _, adds = str(key).partition(":")
+    kib, adds = int(kib), int(adds or 0)
+    if kib < 64 or adds < 0 or adds % 64:
+        raise ValueError(f"chase {key!r}: KIB (64 or more) or KIB:ADDS, ADDS a multiple of 64")
+    return kib, adds
+
+
 def parse(text):
     """'<bytes> <ns>' lines -> [(bytes, ns)]; other lines are an error."""
     points = []

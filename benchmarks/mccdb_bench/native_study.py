@@ -396,10 +396,11 @@ def cpu_or_wall(*runs):
     return [[cpu if every else wall for wall, cpu in r] for r in runs], "CPU" if every else "wall"
 
 
-def chase_ns(exe, kb, accesses, cpu):
-    """ns per access of llc_knee's pointer chase over kb KiB, pinned to cpu."""
+def chase_ns(exe, kb, accesses, cpu, adds=0):
+    """ns per access of llc_knee's pointer chase over kb KiB, pinned to cpu
+    (adds: dependent adds after each load, a paced chase)."""
     pre = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
-    out = subprocess.run([str(exe), str(kb), str(kb), "1", str(accesses)], check=True,
+    out = subprocess.run([str(exe), str(kb), str(kb), "1", str(accesses), str(adds)], check=True,
                          capture_output=True, text=True, preexec_fn=pre).stdout
     return llc_knee.parse(out)[0][1]
 

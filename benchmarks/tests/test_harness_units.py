@@ -161,6 +161,12 @@ def test_knee_program_runs(tmp_path):
     assert all(ns > 0 for _, ns in pts)
     bad = subprocess.run([str(exe), "10", "5"], capture_output=True, text=True)
     assert bad.returncode == 2
+    # paced: 1,024 adds in series after each load, one a cycle at best (no CPU
+    # of 10 GHz), so at least 100 ns a load; ADDS must be a multiple of 64
+    out = subprocess.run([str(exe), "64", "64", "1", "2000", "1024"], capture_output=True, text=True, check=True)
+    assert llc_knee.parse(out.stdout)[0][1] >= 100
+    bad = subprocess.run([str(exe), "64", "64", "1", "2000", "100"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "multiple of 64" in bad.stderr
 
 
 # --- TPC-H row counts ---------------------------------------------------

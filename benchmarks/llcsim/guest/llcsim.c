@@ -19,6 +19,9 @@
  *
  * SPEC = kind/a/b[/c=LIST][/pc=LIST][/pk=KIB][/w=MASK][/rg=NAME@MASK][/cpu=N]   ('/' separated; LIST like 0-15)
  *   chase/KIB/PASSES     random cyclic pointer chase, one node per 64 B line
+ *                        (k=K: K serially dependent adds of zero to the
+ *                        pointer after each load, a multiple of 64, as
+ *                        mccdb_bench/llc_knee.c's ADDS: a paced chase)
  *   stream/KIB/LINES     sequential read, one 8-byte word per 64 B line
  *   rand/KIB/LOADS       independent random loads, one 8-byte word of a
  *                        random 64 B line each (the address comes from a
@@ -77,7 +80,7 @@ struct work {
 	long a, b;
 	char colors[64], pcolors[64];
 	long pk_kib;
-	long gapk;	/* gap: dependent adds after each load (a multiple of 64) */
+	long gapk;	/* gap, chase: dependent adds after each load (a multiple of 64) */
 	int mode;	/* COLOR_MODE_BIND, or COLOR_MODE_PREFERRED with /pref */
 	unsigned long ways;	/* w=: LLC way mask, 0 = all */
 	char rgroup[32];	/* rg=: resctrl group (through the agent), "" = none */
@@ -320,8 +323,15 @@ static void step(struct work *w, long units)
 	switch (w->kind) {
 	case K_CHASE: {
 		void **p = w->cur;
-		for (u = 0; u < units; u++)
+		uint64_t z = 0;
+		long j, n = w->gapk / 64;
+
+		__asm__("" : "+r"(z));	/* 0, unknown to the compiler */
+		for (u = 0; u < units; u++) {
 			p = (void **)*p;
+			for (j = 0; j < n; j++)	/* p += 0, 64 times, in series */
+				__asm__ volatile(".rept 64\n\tadd %1, %0\n\t.endr" : "+r"(p) : "r"(z));
+		}
 		w->cur = p;
 		break;
 	}

@@ -7,7 +7,9 @@ measured loop runs alone), every pair behind the quiet-machine guard:
   chase   llc_knee.c's pointer chase (ns per dependent load) over 2, 4, 8
           and 256 MiB, alone and beside stream_antagonist.c (1 GiB): the
           DRAM latency under another vCPU's traffic (256 MiB) and, smaller,
-          the LLC share it leaves
+          the LLC share it leaves; a size KIB:ADDS is a paced chase (ADDS
+          dependent adds after each load: a line's reuse interval as long
+          as in a slower loop's table)
   stream  stream_antagonist's loop timed (bwload.c stream: lines read and
           written back per ns) alone and beside stream_antagonist: the
           bandwidth one stream gets, and two together
@@ -114,7 +116,8 @@ def main(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--pairs", type=int, default=5)
-    ap.add_argument("--chase-kib", default="2048,4096,8192,262144")
+    ap.add_argument("--chase-kib", default="2048,4096,8192,262144",
+                    help="chase sizes, KIB or KIB:ADDS (a paced chase, ADDS a multiple of 64)")
     ap.add_argument("--chase-accesses", type=int, default=2000000)
     ap.add_argument("--stream-mib", type=int, default=1024)
     ap.add_argument("--stream-secs", type=float, default=2.0)
@@ -139,10 +142,11 @@ def main(argv=None):
         stream = Stream(llc_knee.build(tmp, STREAM_SOURCE), a.stream_mib, cpu_c, notes)
         where = (lambda: placement.round_trip_ns(bw, (cpu_t, cpu_c))) if a.placement else None
         try:
-            for kib in (int(x) for x in a.chase_kib.split(",")):
-                out["chase"][str(kib)] = paired(guard, say, f"chase {kib} KiB ns/load",
-                                                lambda: chase_ns(knee, kib, a.chase_accesses, cpu_t),
-                                                stream, a.pairs, where)
+            for key in a.chase_kib.split(","):
+                kib, adds = llc_knee.chase_key(key)
+                out["chase"][key] = paired(guard, say, f"chase {key} KiB ns/load",
+                                           lambda: chase_ns(knee, kib, a.chase_accesses, cpu_t, adds),
+                                           stream, a.pairs, where)
             if a.only != "chase":
                 out["stream"] = paired(guard, say, "stream lines/ns",
                                        lambda: stream_lines_per_ns(bw, a.stream_mib, a.stream_secs, cpu_t),
