@@ -194,11 +194,13 @@ ONE_L3 = "\n" + ONE_L3_HEAD + """\
 """
 
 
-def write_pg_logs(tmp, slowdowns, drop_tag=None, sizes="2,32", extra=None, one_l3=False):
+def write_pg_logs(tmp, slowdowns, drop_tag=None, sizes="2,32", extra=None, one_l3=False, stream=None):
     """pg/hjstream's output for native sizes (MB) at scale 4 (2 MB: 9830
     build rows, 8 MB: 39321, 32 MB: 157286), one repetition; slowdowns:
     rows -> co-run / alone; extra: tag -> more counters for its dump line;
-    against VALIDATION_STUDY (one_l3: with its pairs in one L3).
+    against VALIDATION_STUDY (one_l3: with its pairs in one L3); stream:
+    lines vCPU 1 took from memory a cycle beside each co-run (its dump
+    under the tag + 2000, as pg/hjstream counts it).
     Returns analyze.py pgvalidate's process and the page it wrote."""
     ser = ["=== PCTEST cmdline: page_colors=32", "=== PCTEST cpus: 2", "ok 1 - server on vCPU 0"]
     sim = ["config colors=32 line=64 cpi=0.4 rob=224 mshr=13 pf=16 pf_xlat=16"]
@@ -210,6 +212,9 @@ def write_pg_logs(tmp, slowdowns, drop_tag=None, sizes="2,32", extra=None, one_l
                 sim.append(f"dump seq={tag} tag={tag} vcpu=0 u_insns=1 u_acc=1 u_l1m=1 u_l2m=1 u_llcm=1 u_seqm=0 "
                            f"u_cycles={cycles - 1000} k_insns=0 k_acc=0 k_l1m=0 k_l2m=0 k_llcm=0 k_seqm=0 "
                            f"k_cycles=1000 acc_by_vcpu=1/0" + (" " + extra(tag) if extra else ""))
+            if stream and phase == "stream":
+                sim.append(f"dump seq={tag} tag={tag + 2000} vcpu=1 u_pfm={int(cycles * stream) - 10} u_llcm=5 "
+                           f"u_cycles={cycles - 1000} k_pfm=0 k_llcm=5 k_cycles=1000 acc_by_vcpu=0/1")
             tag += 1
     (tmp / "p.serial.log").write_text("\n".join(ser) + "\n")
     (tmp / "p.sim.log").write_text("\n".join(sim) + "\n")
@@ -252,3 +257,16 @@ def test_pg_validation_a_missing_query_fails(tmp_path):
     p, _ = write_pg_logs(tmp_path, {9830: 2.0, 157286: 1.0}, drop_tag=3)
     assert p.returncode == 1
     assert "not ok - every measured query has its counters (1 without)" in p.stdout
+
+
+def test_pg_validation_shows_the_streams_rate(tmp_path):
+    """The co-run table has the lines vCPU 1 took from memory a modeled cycle beside each size's query
+    (its dump under the query's tag + 2000), median over the repetitions."""
+    bw = lambda tag: "u_bwlat=100 k_bwlat=0"  # noqa: E731  (the bandwidth term on: the co-run table is made)
+    p, page = write_pg_logs(tmp_path, {9830: 2.0, 157286: 1.0}, extra=bw, stream=0.25)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "the stream's lines from memory a cycle |" in page
+    row = next(ln for ln in page.splitlines() if ln.startswith("| 2 | 1 | 1 | 1.00x |"))
+    assert row.endswith("| 0.250 |"), row
+    p, page = write_pg_logs(tmp_path, {9830: 2.0, 157286: 1.0}, extra=bw)
+    assert next(ln for ln in page.splitlines() if ln.startswith("| 2 | 1 | 1 | 1.00x |")).endswith("| - |")

@@ -17,6 +17,16 @@ from mccdb_bench.harness.stats import summarize
 from mccdb_bench.native_study import curve_from_page, rows_for
 
 LIMIT = 0.30
+STREAM_TAG = 2000       # pg/hjstream: vCPU 1 beside the query counts under its tag + this
+
+
+def stream_rate(d, tag):
+    """Lines a modeled cycle that vCPU 1 (the stream, hjstream, psql) took
+    from memory (prefetch fills and demand misses) while the query of `tag`
+    ran beside it; None without its dump."""
+    t = int(tag) + STREAM_TAG
+    lines, cyc = total(d, t, 'pfm'), total(d, t, 'cycles')
+    return (lines + total(d, t, 'llcm')) / cyc if lines is not None and cyc else None
 
 
 def pairs(d, field='cycles'):
@@ -47,10 +57,18 @@ def decomposition(d, rows):
     L = ['', '## Where the co-run time goes', '',
          'Medians over the repetitions. LLC misses: the server vCPU\'s (user + kernel) in the measured query. '
          'Contention latency: what the bandwidth term added to its misses to memory beside the stream, as a '
-         'share of the co-run query\'s cycles (an upper bound of its cost: overlapped misses hide part of it).', '',
+         'share of the co-run query\'s cycles (an upper bound of its cost: overlapped misses hide part of it). '
+         'The stream\'s lines: what vCPU 1 (the stream, with this script and psql) took from memory a modeled '
+         'cycle while the query ran (prefetch fills and demand misses; the native stream alone 0.323, '
+         'calibration/native-memload.json; - when the run did not count it).', '',
          '| native table MB | LLC misses alone | LLC misses beside the stream | beside / alone | '
-         'contention latency beside, share of the co-run cycles | the same alone |',
-         '| --- | --- | --- | --- | --- | --- |']
+         'contention latency beside, share of the co-run cycles | the same alone | '
+         'the stream\'s lines from memory a cycle |',
+         '| --- | --- | --- | --- | --- | --- | --- |']
+    rate = {}
+    for r in d.get('pg', []):
+        if r.get('phase') == 'stream' and stream_rate(d, r['tag']) is not None:
+            rate.setdefault(int(r['rows']), []).append(stream_rate(d, r['tag']))
 
     def med(xs):
         return summarize(xs).median if xs else float('nan')
@@ -62,7 +80,7 @@ def decomposition(d, rows):
         share = {ph: med([bw[r][k][ph] / cyc[r][k][ph] for k in reps if ph in bw[r].get(k, {})])
                  for ph in ('stream', 'alone')}
         L.append(f'| {mb:g} | {la:.4g} | {ls:.4g} | {ls / la:.2f}x | {100 * share["stream"]:.1f}% | '
-                 f'{100 * share["alone"]:.1f}% |')
+                 f'{100 * share["alone"]:.1f}% | ' + (f'{med(rate[r]):.3f} |' if r in rate else '- |'))
     return L + translation(d, rows)
 
 
