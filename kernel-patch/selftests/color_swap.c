@@ -9,7 +9,11 @@
  *    colour is touched, pushed out to swap with MADV_PAGEOUT (pagemap
  *    must show every page swapped), and read back: every page must hold
  *    what was written and lie on the bound colour.  Swap-in allocates
- *    through the VMA's colour policy, as the first fault did.
+ *    through the VMA's colour policy, as the first fault did.  Then the
+ *    same with a shared anonymous range (shmem, as PostgreSQL's shared
+ *    buffers): shmem swaps in through a pseudo-VMA, which must take the
+ *    faulting VMA's colours; its pages in swap are counted by smaps'
+ *    Swap: (pagemap shows no swap entry for shmem).
  *
  * 2. The reclaim aimed at a colour never swaps: an uncoloured bystander
  *    holds anonymous memory (a quarter of memory, so a quarter of every
@@ -73,12 +77,52 @@ static char pattern(size_t i)
 	return (char)(i * 7 + 3);
 }
 
-/* Part 1: bind, touch, page out, touch back; every page on @color. */
-static void swapin_keeps_colour(int color, size_t n)
+/* Pages of the mapping at @addr in swap, from /proc/self/smaps' Swap:; -1 on error. */
+static long smaps_swap_pages(const void *addr)
 {
+	char line[256];
+	unsigned long s, e;
+	long kb = -1;
+	int in = 0;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
+			in = s == (unsigned long)addr;
+		else if (in && sscanf(line, "Swap: %ld kB", &kb) == 1)
+			break;
+	}
+	if (f)
+		fclose(f);
+	return kb < 0 ? -1 : kb * 1024 / pc_page_size;
+}
+
+/* Pages of @p (n of them, @shared or private) in swap; -1 on error. */
+static long swapped_pages(char *p, size_t n, int shared, uint64_t *e)
+{
+	long swapped = 0;
+	size_t i;
+
+	if (shared)
+		return smaps_swap_pages(p);
+	if (pagemap(0, (uintptr_t)p, n, e))
+		return -1;
+	for (i = 0; i < n; i++)
+		swapped += !!(e[i] & PM_SWAP);
+	return swapped;
+}
+
+/*
+ * Part 1: bind, touch, page out, touch back; every page on @color.  @shared:
+ * a MAP_SHARED anonymous range (shmem) instead of a private one.
+ */
+static void swapin_keeps_colour(int color, size_t n, int shared)
+{
+	const char *kind = shared ? "shmem swap-in" : "swap-in";
 	uint64_t *e = calloc(n, sizeof(*e));
-	size_t i, swapped = 0, outside = 0, wrong = 0, absent = 0, off0 = 0;
-	long long in0 = pc_vmstat("pswpin"), out0 = pc_vmstat("pswpout");
+	size_t i, outside = 0, wrong = 0, absent = 0, off0 = 0;
+	long long in0 = pc_vmstat("pswpin"), out0 = pc_vmstat("pswpout"), in1;
+	long swapped = 0;
 	pagecolor_set_t s;
 	char *p, *eat, list[16];
 	int tries;
@@ -86,14 +130,14 @@ static void swapin_keeps_colour(int color, size_t n)
 	snprintf(list, sizeof(list), "%d", color);
 	s = pc_set(list);
 	p = mmap(NULL, n * pc_page_size, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		 (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS, -1, 0);
 	if (!e || p == MAP_FAILED ||
 	    pagecolor_sys_color_mbind((unsigned long)p, n * pc_page_size,
 				      COLOR_MODE_BIND, s.bits,
 				      PAGE_COLOR_MAX_COLORS, 0)) {
 		tap_diag("mmap/color_mbind: %s", strerror(errno));
-		tap_ok(0, "swap-in: setup");
-		tap_ok(0, "swap-in: every page back on its colour");
+		tap_ok(0, "%s: setup", kind);
+		tap_ok(0, "%s: every page back on its colour", kind);
 		return;
 	}
 	for (i = 0; i < n; i++)
@@ -103,15 +147,12 @@ static void swapin_keeps_colour(int color, size_t n)
 			off0 += color_of(e[i]) != color;
 	/*
 	 * Pages still on a CPU's LRU batch are not isolated by MADV_PAGEOUT:
-	 * ask again until pagemap shows them all in swap.
+	 * ask again until they are all in swap.
 	 */
 	for (tries = 0; tries < 20; tries++) {
 		madvise(p, n * pc_page_size, MADV_PAGEOUT);
-		swapped = 0;
-		if (pagemap(0, (uintptr_t)p, n, e) == 0)
-			for (i = 0; i < n; i++)
-				swapped += !!(e[i] & PM_SWAP);
-		if (swapped == n)
+		swapped = swapped_pages(p, n, shared, e);
+		if (swapped == (long)n)
 			break;
 		usleep(100000);
 	}
@@ -126,15 +167,17 @@ static void swapin_keeps_colour(int color, size_t n)
 	if (eat != MAP_FAILED)
 		for (i = 0; i < EAT_PAGES; i++)
 			eat[i * pc_page_size] = 1;
-	tap_diag("swap-in: %zu pages bound to colour %d (%zu outside it before "
-		 "paging out); MADV_PAGEOUT %d times: %zu swapped, pswpout +%lld; "
-		 "%d uncoloured pages touched since", n, color, off0, tries + 1,
+	tap_diag("%s: %zu pages bound to colour %d (%zu outside it before "
+		 "paging out); MADV_PAGEOUT %d times: %ld swapped, pswpout +%lld; "
+		 "%d uncoloured pages touched since", kind, n, color, off0, tries + 1,
 		 swapped, pc_vmstat("pswpout") - out0, eat == MAP_FAILED ? 0 : EAT_PAGES);
-	tap_ok(off0 == 0 && swapped == n,
-	       "swap-in: all %zu pages of colour %d went to swap (%zu swapped)",
-	       n, color, swapped);
+	tap_ok(off0 == 0 && swapped == (long)n,
+	       "%s: all %zu pages of colour %d went to swap (%ld swapped)",
+	       kind, n, color, swapped);
+	in1 = pc_vmstat("pswpin");
 	for (i = 0; i < n; i++)
 		wrong += p[i * pc_page_size] != pattern(i);
+	in1 = pc_vmstat("pswpin") - in1;
 	if (pagemap(0, (uintptr_t)p, n, e) == 0) {
 		for (i = 0; i < n; i++) {
 			int c = color_of(e[i]);
@@ -147,12 +190,14 @@ static void swapin_keeps_colour(int color, size_t n)
 	} else {
 		absent = n;
 	}
-	tap_diag("swap-in: read back, pswpin +%lld: %zu changed, %zu absent, %zu of "
-		 "%zu outside colour %d", pc_vmstat("pswpin") - in0, wrong, absent,
-		 outside, n, color);
-	tap_ok(swapped == n && !wrong && !absent && !outside,
-	       "swap-in: every page back with its contents on colour %d "
-	       "(%zu of %zu outside, %zu changed)", color, outside, n, wrong);
+	tap_diag("%s: read back, pswpin +%lld (+%lld since paging out): %zu changed, "
+		 "%zu absent, %zu of %zu outside colour %d", kind, in1,
+		 pc_vmstat("pswpin") - in0, wrong, absent, outside, n, color);
+	/* pswpin: the pages really came back from swap, not from the swap cache */
+	tap_ok(swapped == (long)n && in1 >= (long long)n && !wrong && !absent && !outside,
+	       "%s: every page back from swap (pswpin +%lld) with its contents on "
+	       "colour %d (%zu of %zu outside, %zu changed)", kind, in1, color,
+	       outside, n, wrong);
 	munmap(p, n * pc_page_size);
 	if (eat != MAP_FAILED)
 		munmap(eat, EAT_PAGES * pc_page_size);
@@ -285,7 +330,7 @@ int main(void)
 	int trouble, swap_on;
 	size_t per;
 
-	pc_init(8);
+	pc_init(10);
 	trouble = pc_dmesg_trouble();
 	per = (size_t)(sysconf(_SC_PHYS_PAGES) / pc_nr_colors);
 	swap_on = system("mkswap " SWAPDEV " " SWAP_KB " >/dev/null") == 0 &&
@@ -299,7 +344,8 @@ int main(void)
 	pc_settle();
 
 	/* a quarter of a colour's share, at most 1,024 pages */
-	swapin_keeps_colour(5 % pc_nr_colors, per / 4 < 1024 ? per / 4 : 1024);
+	swapin_keeps_colour(5 % pc_nr_colors, per / 4 < 1024 ? per / 4 : 1024, 0);
+	swapin_keeps_colour(6 % pc_nr_colors, per / 4 < 1024 ? per / 4 : 1024, 1);
 	aimed_reclaim_never_swaps();
 
 	errno = 0;
