@@ -18,8 +18,9 @@
  * 2. The reclaim aimed at a colour never swaps: an uncoloured bystander
  *    holds anonymous memory (a quarter of memory, so a quarter of every
  *    colour's frames), page cache fills the rest, and a process binds
- *    a third of colour 0's share to colour 0, more than free memory gives
- *    the colour.  The allocator must reclaim where colour 0 is; the aimed
+ *    a third of colour 0's share to colour 0 (at most half of what the
+ *    bystander leaves there), more than free memory gives the colour.
+ *    It runs first (see main()).  The allocator must reclaim where colour 0 is; the aimed
  *    reclaim takes page cache only (page_coloring.rst), so none of the
  *    bystander's pages on colour 0 may go to swap, and the swap-out
  *    counter (pswpout) must not move while cache is there to take.
@@ -280,6 +281,14 @@ static void aimed_reclaim_never_swaps(void)
 		for (i = 0; i < nb; i++)
 			was[i] = color_of(e[i]) == 0;
 	c0_before = still_resident(by, (uintptr_t)addr, nb, e, was, &on0, &swapped, &sw0);
+	/*
+	 * Colour 0 must have room for the binder beside the bystander's pages
+	 * there, which the aimed reclaim may not take: at 1,024 colours a
+	 * colour has 256 frames of a 1 GiB guest, and the bystander may hold
+	 * most of them.  Bind half of what it leaves, at most a third.
+	 */
+	if (c0_before > 0 && (size_t)c0_before < per && (per - (size_t)c0_before) / 2 < want)
+		want = (per - (size_t)c0_before) / 2;
 	free_c0 = (size_t)(pc_memfree_pages() / pc_nr_colors);
 	out0 = pc_vmstat("pswpout");
 	pagecolor_read_counter("reclaimed", &rc0);
@@ -343,10 +352,15 @@ int main(void)
 		return tap_finish();
 	pc_settle();
 
+	/*
+	 * The aimed reclaim first: the swap-ins' refills give back pages of
+	 * every colour, one of colour 0 in each block they split (1,024 pages
+	 * at 1,024 colours), which the bystander's faults then take.
+	 */
+	aimed_reclaim_never_swaps();
 	/* a quarter of a colour's share, at most 1,024 pages */
 	swapin_keeps_colour(5 % pc_nr_colors, per / 4 < 1024 ? per / 4 : 1024, 0);
 	swapin_keeps_colour(6 % pc_nr_colors, per / 4 < 1024 ? per / 4 : 1024, 1);
-	aimed_reclaim_never_swaps();
 
 	errno = 0;
 	tap_ok(swapoff(SWAPDEV) == 0, "swapoff %s (%s)", SWAPDEV,
