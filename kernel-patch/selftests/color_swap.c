@@ -78,34 +78,17 @@ static char pattern(size_t i)
 	return (char)(i * 7 + 3);
 }
 
-/* Pages of the mapping at @addr in swap, from /proc/self/smaps' Swap:; -1 on error. */
-static long smaps_swap_pages(const void *addr)
-{
-	char line[256];
-	unsigned long s, e;
-	long kb = -1;
-	int in = 0;
-	FILE *f = fopen("/proc/self/smaps", "r");
-
-	while (f && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
-			in = s == (unsigned long)addr;
-		else if (in && sscanf(line, "Swap: %ld kB", &kb) == 1)
-			break;
-	}
-	if (f)
-		fclose(f);
-	return kb < 0 ? -1 : kb * 1024 / pc_page_size;
-}
-
 /* Pages of @p (n of them, @shared or private) in swap; -1 on error. */
 static long swapped_pages(char *p, size_t n, int shared, uint64_t *e)
 {
 	long swapped = 0;
 	size_t i;
 
-	if (shared)
-		return smaps_swap_pages(p);
+	if (shared) {
+		long kb = pc_smaps_value(p, "Swap");
+
+		return kb < 0 ? -1 : kb * 1024 / pc_page_size;
+	}
 	if (pagemap(0, (uintptr_t)p, n, e))
 		return -1;
 	for (i = 0; i < n; i++)

@@ -28,9 +28,7 @@
 /* THPeligible of a fresh MADV_HUGEPAGE mapping: 1, 0, or -1 on error. */
 static int thp_eligible(void)
 {
-	char line[256], start[32];
-	int in_vma = 0, value = -1;
-	FILE *f;
+	int value;
 	char *p = mmap(NULL, MAP_LEN, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
@@ -43,21 +41,9 @@ static int thp_eligible(void)
 		munmap(p, MAP_LEN);
 		return -1;
 	}
-	snprintf(start, sizeof(start), "%lx-", (unsigned long)p);
-	f = fopen("/proc/self/smaps", "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		if (strchr(line, '-') && strchr(line, ' ') &&
-		    strchr(line, '-') < strchr(line, ' '))
-			in_vma = !strncmp(line, start, strlen(start));
-		else if (in_vma && sscanf(line, "THPeligible: %d", &value) == 1)
-			break;
-	}
-	if (f)
-		fclose(f);
-	else
-		printf("# /proc/self/smaps: %s\n", strerror(errno));
+	value = (int)pc_smaps_value(p, "THPeligible");
 	if (value < 0)
-		printf("# no THPeligible line for the VMA at %s\n", start);
+		printf("# no THPeligible line for the VMA at %lx-\n", (unsigned long)p);
 	munmap(p, MAP_LEN);
 	return value;
 }

@@ -763,3 +763,28 @@ void pc_child_stop(pid_t pid, int cmd, int ans, size_t *answer)
 		waitpid(pid, NULL, 0);
 	}
 }
+
+long pc_smaps_value(const void *addr, const char *field)
+{
+	char line[256];
+	size_t len = strlen(field);
+	unsigned long start;
+	long value = -1;
+	int in = 0;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		/* a VMA's header line: "start-end perms ..." */
+		if (strchr(line, '-') && strchr(line, ' ') &&
+		    strchr(line, '-') < strchr(line, ' ') &&
+		    sscanf(line, "%lx-", &start) == 1)
+			in = start == (unsigned long)addr;
+		else if (in && !strncmp(line, field, len) && line[len] == ':') {
+			value = strtol(line + len + 1, NULL, 10);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return value;
+}

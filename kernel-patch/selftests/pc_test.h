@@ -93,6 +93,12 @@ char *pc_bound_pages(const char *list, size_t npages);
  */
 char *pc_child_bound_touch(const char *list, size_t npages, int fail);
 
+/*
+ * The number after "@field:" in /proc/self/smaps for the VMA that starts at
+ * @addr (e.g. "Swap" in kB, "THPeligible"); -1 when there is none.
+ */
+long pc_smaps_value(const void *addr, const char *field);
+
 /* The start of @pid's VMA of @npages pages bound to @colours (color_maps), or NULL. */
 char *pc_bound_vma(pid_t pid, const char *colours, size_t npages);
 

@@ -67,8 +67,9 @@ def decomposition(d, rows):
          '| --- | --- | --- | --- | --- | --- | --- |']
     rate = {}
     for r in d.get('pg', []):
-        if r.get('phase') == 'stream' and stream_rate(d, r['tag']) is not None:
-            rate.setdefault(int(r['rows']), []).append(stream_rate(d, r['tag']))
+        x = stream_rate(d, r['tag']) if r.get('phase') == 'stream' else None
+        if x is not None:
+            rate.setdefault(int(r['rows']), []).append(x)
 
     def med(xs):
         return summarize(xs).median if xs else float('nan')
