@@ -111,6 +111,11 @@ static void swapin_keeps_colour(int color, size_t n, int shared)
 	char *p, *eat, list[16];
 	int tries;
 
+	/*
+	 * One CPU: a page still in another CPU's LRU batch is not isolated by
+	 * MADV_PAGEOUT (which drains only this CPU's), however often it asks.
+	 */
+	pc_run_on(0);
 	snprintf(list, sizeof(list), "%d", color);
 	s = pc_set(list);
 	p = mmap(NULL, n * pc_page_size, PROT_READ | PROT_WRITE,
