@@ -5,8 +5,11 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <limits.h>
 #include <sys/klog.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 int pc_nr_colors;
@@ -435,6 +438,75 @@ int pc_write_file(const char *path, const char *text)
 }
 
 #define KPAGEFLAGS_THP	22
+
+int pc_cgroup_make(const char *dir)
+{
+	mkdir(PC_CGROOT, 0755);
+	if (mount("none", PC_CGROOT, "cgroup2", 0, NULL) && errno != EBUSY) {
+		tap_diag("mount cgroup2: %s (test.config has CONFIG_MEMCG)", strerror(errno));
+		return -1;
+	}
+	if (pc_write_file(PC_CGROOT "/cgroup.subtree_control", "+memory")) {
+		tap_diag("enable the memory controller: %s", strerror(errno));
+		return -1;
+	}
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		tap_diag("mkdir %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+long long pc_cgroup_value(const char *dir, const char *file, const char *key)
+{
+	char path[PATH_MAX], k[64];
+	long long v = -1, x;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (!key && fscanf(f, "%lld", &x) == 1)
+		v = x;
+	while (key && fscanf(f, "%63s %lld", k, &x) == 2)
+		if (!strcmp(k, key))
+			v = x;
+	fclose(f);
+	return v;
+}
+
+void pc_color_census(int color)
+{
+	enum { LRU = 5, SLAB = 7, BUDDY = 10, MMAP = 11, ANON = 12 };
+	long file = 0, anon = 0, unmapped = 0, slab = 0, buddy = 0, none = 0, other = 0;
+	int ff = open("/proc/kpageflags", O_RDONLY);
+	uint64_t flags;
+	off_t pfn;
+
+	if (ff < 0)
+		return;
+	for (pfn = color; pread(ff, &flags, 8, pfn * 8) == 8; pfn += pc_nr_colors) {
+		if (flags & (1ULL << LRU) && flags & (1ULL << ANON)) {
+			anon++;
+			unmapped += !(flags & (1ULL << MMAP));
+		} else if (flags & (1ULL << LRU)) {
+			file++;
+		} else if (flags & (1ULL << SLAB)) {
+			slab++;
+		} else if (flags & (1ULL << BUDDY)) {
+			buddy++;
+		} else if (!flags) {
+			none++;
+		} else {
+			other++;
+		}
+	}
+	close(ff);
+	tap_diag("colour %d's frames: %ld file LRU, %ld anon LRU (%ld unmapped), %ld slab, "
+		 "%ld buddy block heads, %ld without flags (kernel, per-cpu lists, buddy "
+		 "tails), %ld other", color, file, anon, unmapped, slab, buddy, none, other);
+}
 
 uint64_t pc_kpageflags(uint64_t pfn)
 {

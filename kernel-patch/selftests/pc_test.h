@@ -162,6 +162,25 @@ long long pc_read_range(int fd, long long off, long long bytes);
 /* Write text to a sysfs or procfs file: 0, or -1 with errno. */
 int pc_write_file(const char *path, const char *text);
 
+#define PC_CGROOT	"/sys/fs/cgroup"
+/*
+ * Make the cgroup v2 group @dir (a directory under /sys/fs/cgroup, which
+ * is mounted when it is not) with the memory controller: 0, or -1 with a
+ * diagnostic.
+ */
+int pc_cgroup_make(const char *dir);
+/*
+ * The number after "@key " in the group @dir's file @file (a file of one
+ * number, as memory.current, with @key NULL), -1 if absent.
+ */
+long long pc_cgroup_value(const char *dir, const char *file, const char *key);
+
+/*
+ * A diagnostic line of what holds colour @color's frames (/proc/kpageflags):
+ * when a reclaim aimed at the colour finds too little, what it met.
+ */
+void pc_color_census(int color);
+
 /* The frame's flags from /proc/kpageflags (KPF_* bits); 0 on error. */
 uint64_t pc_kpageflags(uint64_t pfn);
 
