@@ -123,6 +123,12 @@ int main(void)
 	if (pc_write_file(CG "/memory.max", val))
 		tap_diag("memory.max: %s", strerror(errno));
 	pc_settle();
+	/*
+	 * Refills need free blocks of nr_colors pages: after tests that
+	 * fragmented memory (the stress run, at 1,024 colours) there may be
+	 * none, and the binder would get its pages by the frame search alone.
+	 */
+	pc_write_file("/proc/sys/vm/compact_memory", "1");
 	parked0 = pc_wait_parked(1, IDLE_MS);
 	pc_color_census(0);
 	oom0 = pc_cgroup_value(CG, "memory.events", "oom_kill");
