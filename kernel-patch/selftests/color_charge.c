@@ -43,13 +43,6 @@ static long long current_bytes(void)
 	return pc_cgroup_value(CG, "memory.current", NULL);
 }
 
-static long long parked_now(void)
-{
-	unsigned long long v = 0;
-
-	return pagecolor_read_counter("parked", &v) ? -1 : (long long)v;
-}
-
 /*
  * The binder (pc_child_start()): joins the group, touches *@arg pages
  * bound to colour 0 and sends their address; on a byte from the parent it
@@ -136,7 +129,7 @@ int main(void)
 	pagecolor_read_counter("refills", &refills0);
 	pid = pc_child_start(binder, &n, &addr, &cmd, &ans);
 	pagecolor_read_counter("refills", &refills1);
-	parked1 = parked_now();
+	parked1 = pc_parked();
 	cp1 = pages_of("color_parked");
 	kern1 = pages_of("kernel");
 	tap_diag("nr_colors %d; limit %lld pages, binder %zu pages of colour 0 (%llu "

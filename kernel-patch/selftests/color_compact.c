@@ -73,13 +73,6 @@ static long long read_ll(const char *path)
 	return v;
 }
 
-static long long parked(void)
-{
-	unsigned long long v;
-
-	return pagecolor_read_counter("parked", &v) ? -1 : (long long)v;
-}
-
 /*
  * The child: uid 65534, bound to colour 0, with a mapping of @total
  * pages; on each count of pages read from @cmd it touches that many more
@@ -267,9 +260,9 @@ int main(void)
 
 	/* (b) */
 	addr = ask(cmd[1], ans[0], more);
-	p1 = parked();
+	p1 = pc_parked();
 	pc_write_file(COMPACT, "1");
-	p2 = parked();
+	p2 = pc_parked();
 	tap_ok(addr && p1 > 0 && p2 <= p1 / 10,
 	       "vm.compact_memory gives the parked pool back (%lld parked before, %lld after)",
 	       p1, p2);
@@ -279,14 +272,14 @@ int main(void)
 	frag = fragment(&frag_len);
 	free1 = pc_free_blocks(0);
 	score = free1 > 0 ? (free1 - pc_free_blocks(9) * BLOCK_PAGES) * 100 / free1 : -1;
-	p1 = parked();
+	p1 = pc_parked();
 	proactive_old = read_ll(PROACTIVE);
 	scan0 = pc_vmstat("compact_daemon_migrate_scanned") +
 		pc_vmstat("compact_daemon_free_scanned");
 	if (proactive_old >= 0)
 		pc_write_file(PROACTIVE, "100");
 	sleep(3);
-	p3 = parked();
+	p3 = pc_parked();
 	scanned = pc_vmstat("compact_daemon_migrate_scanned") +
 		  pc_vmstat("compact_daemon_free_scanned") - scan0;
 	if (proactive_old >= 0) {

@@ -19,7 +19,6 @@
 #include <sys/wait.h>
 
 #define INJECT		"/sys/kernel/debug/hwpoison/corrupt-pfn"
-#define KPF_HWPOISON	19
 
 int main(void)
 {

@@ -39,7 +39,6 @@
 #define IDLE_MS		60000
 #define TIMEOUT		300	/* seconds; TCG is slow */
 #define EXIT_BADCOLOR	43
-#define KPF_LRU		5
 
 static void on_alarm(int sig)
 {

@@ -105,13 +105,6 @@ static int read_zones(void)
 	return 0;
 }
 
-static long long parked_now(void)
-{
-	unsigned long long v;
-
-	return pagecolor_read_counter("parked", &v) ? -1 : (long long)v;
-}
-
 /* The sum over zones of what each may hold parked at @limit. */
 static long long parked_caps(long long limit)
 {
@@ -189,7 +182,7 @@ static void honest_free_count(size_t share)
 	pid = bound_child(npages, &ready, &go);
 	if (pid < 0 || read(ready, &res, 1) != 1)
 		res = 1;
-	parked = parked_now();
+	parked = pc_parked();
 	tap_ok(res == 0 && parked >= 1024, "a child bound to colour 0 with %zu pages (512, "
 	       "or 3/4 of the colour's share %zu), all of colour 0 (%s), holds %lld parked "
 	       "pages (at least 1024)", npages, share, res ? "no" : "yes", parked);
@@ -210,7 +203,7 @@ static void honest_free_count(size_t share)
 			best = diff;
 		tap_diag("sample %d (stat_refresh %s): zoneinfo free %lld, buddyinfo %lld, "
 			 "parked %lld", s, refreshed ? "ok" : "failed", free_total,
-			 buddy_total, parked_now());
+			 buddy_total, pc_parked());
 	}
 	tap_ok(best >= 0 && best <= FREE_TOLERANCE && parked > 4 * FREE_TOLERANCE,
 	       "each zone's free pages (zoneinfo) are its free blocks (buddyinfo): off by "
@@ -218,7 +211,7 @@ static void honest_free_count(size_t share)
 	       FREE_TOLERANCE, parked);
 	pc_write_file("/proc/sys/vm/stat_refresh", "1");
 	vm_parked = pc_vmstat("nr_color_parked");
-	parked = parked_now();
+	parked = pc_parked();
 	tap_ok(vm_parked >= 0 && llabs(vm_parked - parked) <= FREE_TOLERANCE,
 	       "/proc/vmstat nr_color_parked %lld is sysfs parked %lld", vm_parked, parked);
 	child_done(pid, go);
@@ -243,7 +236,7 @@ static void limit_round(long long limit, size_t npages)
 		fd_set set;
 		struct timeval tv = { 0, 2000 };
 
-		v = parked_now();
+		v = pc_parked();
 		if (v > peak)
 			peak = v;
 		FD_ZERO(&set);
@@ -252,7 +245,7 @@ static void limit_round(long long limit, size_t npages)
 			break;
 	}
 	n = pid > 0 ? read(ready, &res, 1) : -1;
-	v = parked_now();
+	v = pc_parked();
 	if (v > peak)
 		peak = v;
 	clock_gettime(CLOCK_MONOTONIC, &t1);

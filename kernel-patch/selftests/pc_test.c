@@ -437,7 +437,6 @@ int pc_write_file(const char *path, const char *text)
 	return ok ? 0 : -1;
 }
 
-#define KPAGEFLAGS_THP	22
 
 int pc_cgroup_make(const char *dir)
 {
@@ -478,7 +477,6 @@ long long pc_cgroup_value(const char *dir, const char *file, const char *key)
 
 void pc_color_census(int color)
 {
-	enum { LRU = 5, SLAB = 7, BUDDY = 10, MMAP = 11, ANON = 12 };
 	long file = 0, anon = 0, unmapped = 0, slab = 0, buddy = 0, none = 0, other = 0;
 	int ff = open("/proc/kpageflags", O_RDONLY);
 	uint64_t flags;
@@ -487,14 +485,14 @@ void pc_color_census(int color)
 	if (ff < 0)
 		return;
 	for (pfn = color; pread(ff, &flags, 8, pfn * 8) == 8; pfn += pc_nr_colors) {
-		if (flags & (1ULL << LRU) && flags & (1ULL << ANON)) {
+		if (flags & (1ULL << KPF_LRU) && flags & (1ULL << KPF_ANON)) {
 			anon++;
-			unmapped += !(flags & (1ULL << MMAP));
-		} else if (flags & (1ULL << LRU)) {
+			unmapped += !(flags & (1ULL << KPF_MMAP));
+		} else if (flags & (1ULL << KPF_LRU)) {
 			file++;
-		} else if (flags & (1ULL << SLAB)) {
+		} else if (flags & (1ULL << KPF_SLAB)) {
 			slab++;
-		} else if (flags & (1ULL << BUDDY)) {
+		} else if (flags & (1ULL << KPF_BUDDY)) {
 			buddy++;
 		} else if (!flags) {
 			none++;
@@ -506,6 +504,13 @@ void pc_color_census(int color)
 	tap_diag("colour %d's frames: %ld file LRU, %ld anon LRU (%ld unmapped), %ld slab, "
 		 "%ld buddy block heads, %ld without flags (kernel, per-cpu lists, buddy "
 		 "tails), %ld other", color, file, anon, unmapped, slab, buddy, none, other);
+}
+
+long long pc_parked(void)
+{
+	unsigned long long v;
+
+	return pagecolor_read_counter("parked", &v) ? -1 : (long long)v;
 }
 
 uint64_t pc_kpageflags(uint64_t pfn)
@@ -528,7 +533,7 @@ int pc_is_thp(const void *addr)
 
 	if (pagecolor_pfn(addr, &pfn))
 		return 0;
-	return !!(pc_kpageflags(pfn) & (1ULL << KPAGEFLAGS_THP));
+	return !!(pc_kpageflags(pfn) & (1ULL << KPF_THP));
 }
 
 size_t pc_eat_large_blocks(void)

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <linux/kernel-page-flags.h>	/* KPF_*: /proc/kpageflags bits */
+
 #include "pagecolor.h"
 
 /* kselftest exit codes */
@@ -180,6 +182,9 @@ long long pc_cgroup_value(const char *dir, const char *file, const char *key);
  * when a reclaim aimed at the colour finds too little, what it met.
  */
 void pc_color_census(int color);
+
+/* sysfs "parked": the pages in the colour lists, -1 on error. */
+long long pc_parked(void);
 
 /* The frame's flags from /proc/kpageflags (KPF_* bits); 0 on error. */
 uint64_t pc_kpageflags(uint64_t pfn);
