@@ -96,14 +96,13 @@ int main(void)
 	long long headroom;
 	long long parked0, parked1, cp1, kern1, cp2, cur3, cp3, cp4, cp5, oom0, oom1;
 	unsigned long long refills0 = 0, refills1 = 0;
-	int cmd, ans, st, trouble, tries, block_order = 0;
+	int cmd, ans, st, trouble, tries, block_order;
 	long blocks = -1;
 	char *addr, val[32];
 	pid_t pid;
 
 	pc_init(7);
-	while ((2 << block_order) <= pc_nr_colors)
-		block_order++;
+	block_order = pc_order_of(pc_nr_colors);
 	signal(SIGPIPE, SIG_IGN);	/* a binder killed in its group: EPIPE */
 	/* a quarter of the limit, at most half of colour 0's share of memory */
 	n = LIMIT / 4 / pc_page_size;

@@ -31,15 +31,6 @@
 #define UNEVICTABLE	"/proc/sys/vm/compact_unevictable_allowed"
 #define PLAN		4
 
-static int order_of(unsigned long pages)
-{
-	int o = 0;
-
-	while ((1UL << (o + 1)) <= pages)
-		o++;
-	return o;
-}
-
 /* "Pages per block" of /proc/pagetypeinfo: a pageblock; 0 if unreadable. */
 static unsigned long pageblock_pages(void)
 {
@@ -180,8 +171,8 @@ int main(void)
 	pid_t pid;
 
 	pc_init(PLAN);
-	pb_order = order_of(pageblock_pages());
-	block_order = order_of(pc_nr_colors);
+	pb_order = pc_order_of(pageblock_pages());
+	block_order = pc_order_of(pc_nr_colors);
 	if (block_order <= pb_order || PC_HUGE / pc_page_size != 1UL << pb_order) {
 		for (i = 0; i < PLAN; i++)
 			tap_skip("%d colours, pageblocks of %lu pages: a refill's block is no "

@@ -256,6 +256,15 @@ int pc_dmesg_find(const char *needle, char *last, size_t len)
 	return found;
 }
 
+int pc_order_of(unsigned long pages)
+{
+	int o = 0;
+
+	while ((2UL << o) <= pages)
+		o++;
+	return o;
+}
+
 long long pc_free_total(unsigned long *counts, int max)
 {
 	int n = pagecolor_free_pages(counts, max), i;

@@ -136,6 +136,8 @@ int pc_dmesg_trouble(void);
  */
 int pc_dmesg_find(const char *needle, char *last, size_t len);
 
+/* The largest order whose block has at most @pages pages (log2, rounded down). */
+int pc_order_of(unsigned long pages);
 /* Sum of per-colour free pages (the sysfs file), -1 on error. */
 long long pc_free_total(unsigned long *counts, int max);
 /* Free pages: MemFree plus the per-CPU free lists (/proc/zoneinfo), -1 on error. */
