@@ -127,7 +127,7 @@ int main(void)
 	for (tries = 0; tries < 3; tries++) {
 		parked0 = pc_wait_parked(1, IDLE_MS);
 		pc_write_file("/proc/sys/vm/compact_memory", "1");
-		blocks = pc_free_blocks(block_order);
+		blocks = pc_free_blocks(block_order, NULL);
 		if (blocks >= 2)
 			break;
 		pc_settle();

@@ -220,7 +220,7 @@ int main(void)
 
 	pc_wait_parked(1, 5000);
 	pc_write_file(COMPACT, "1");
-	free0 = pc_free_blocks(9);
+	free0 = pc_free_blocks(9, NULL);
 	thp0 = bystander_thp();
 
 	share = (size_t)(pc_meminfo_kb("MemTotal") * 1024 / pc_page_size / pc_nr_colors);
@@ -247,7 +247,7 @@ int main(void)
 	minimum = ((long)npages + per_block - 1) / per_block;
 	blocks = addr && !pagecolor_pid_pfns(pid, addr, npages, pfns) ?
 		 pageblocks(pfns, npages) : -1;
-	free1 = pc_free_blocks(9);
+	free1 = pc_free_blocks(9, NULL);
 	thp1 = bystander_thp();
 	tap_diag("%zu pages of colour 0 of %d lie in %ld pageblocks (minimum %ld); free "
 		 "order-9 blocks %ld before the child, %ld with it; bystander huge pages "
@@ -270,8 +270,8 @@ int main(void)
 	/* (c) */
 	addr = ask(cmd[1], ans[0], more);
 	frag = fragment(&frag_len);
-	free1 = pc_free_blocks(0);
-	score = free1 > 0 ? (free1 - pc_free_blocks(9) * BLOCK_PAGES) * 100 / free1 : -1;
+	free1 = pc_free_blocks(0, NULL);
+	score = free1 > 0 ? (free1 - pc_free_blocks(9, NULL) * BLOCK_PAGES) * 100 / free1 : -1;
 	p1 = pc_parked();
 	proactive_old = read_ll(PROACTIVE);
 	scan0 = pc_vmstat("compact_daemon_migrate_scanned") +

@@ -48,54 +48,6 @@ static unsigned long pageblock_pages(void)
 }
 
 /*
- * Fault huge pages over @h until no free block of a pageblock or more is
- * left (a fault then maps a small page; a few more are tried in case
- * kswapd freed one): the number of huge pages, their pfns in @pfns.
- */
-static size_t take_pageblocks(char *h, uint64_t *pfns, int pageblock_order)
-{
-	size_t i, huge = 0, small = 0;
-
-	for (i = 0; i < SPAN / PC_HUGE && small < 64; i++) {
-		h[i * PC_HUGE] = 1;
-		pfns[i] = 0;
-		if (!pc_is_thp(h + i * PC_HUGE)) {
-			if (pc_free_blocks(pageblock_order) == 0)
-				small++;
-			continue;
-		}
-		if (!pagecolor_pfn(h + i * PC_HUGE, &pfns[i]))
-			huge++;
-	}
-	return huge;
-}
-
-/*
- * Free blocks of @order or more a user page can come from: buddyinfo's
- * zones but DMA, which the lowmem reserve keeps from them.
- */
-static long user_free_blocks(int order)
-{
-	FILE *f = fopen("/proc/buddyinfo", "r");
-	char line[512], zone[32];
-	long total = 0, n;
-	int o, off, used;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "Node %*d, zone %31s%n", zone, &off) != 1 ||
-		    !strcmp(zone, "DMA"))
-			continue;
-		for (o = 0; sscanf(line + off, "%ld%n", &n, &used) == 1; o++, off += used)
-			if (o >= order)
-				total += n << (o - order);
-	}
-	fclose(f);
-	return total;
-}
-
-/*
  * Fill a quarter of free memory with small pages and free every other one:
  * order-0 holes, more than the single-page path of alloc_page_color()
  * draws (twice nr_colors a fault), the parked limit and the colour's share
@@ -193,18 +145,14 @@ int main(void)
 		tap_diag("%s: %s", UNEVICTABLE, strerror(errno));
 	if (pc_write_file(PC_THP_DEFRAG, "never"))
 		tap_diag("%s: %s", PC_THP_DEFRAG, strerror(errno));
-	h = mmap(NULL, SPAN + PC_HUGE, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	h = pc_huge_area(SPAN);
 	pfns = calloc(SPAN / PC_HUGE, sizeof(*pfns));
-	if (h == MAP_FAILED || !pfns) {
+	if (!h || !pfns) {
 		tap_diag("mmap/calloc failed: %s", strerror(errno));
 		return tap_finish();
 	}
-	h = (char *)(((uintptr_t)h + PC_HUGE - 1) & ~(PC_HUGE - 1));
-	if (madvise(h, SPAN, MADV_HUGEPAGE))
-		tap_diag("MADV_HUGEPAGE: %s", strerror(errno));
 	holes = make_holes(holes_of);
-	huge = take_pageblocks(h, pfns, pb_order);
+	huge = pc_take_huge(h, SPAN, pfns, 64);
 	free_small = pc_memfree_pages();
 
 	/* keep the upper half of each pair, free the lower one */
@@ -223,7 +171,7 @@ int main(void)
 		for (j = 0; j < PC_HUGE / pc_page_size; j++)
 			frames_of[pagecolor_pfn_color(pfn + j, pc_nr_colors)]++;
 	}
-	big_blocks = user_free_blocks(block_order);
+	big_blocks = pc_free_blocks(block_order, "DMA");
 	/* the colour the freed pageblocks hold most of beyond the holes */
 	for (i = 1; i < pc_nr_colors; i++)
 		if ((long)frames_of[i] - (long)holes_of[i] >
@@ -269,7 +217,7 @@ int main(void)
 	show_counters("after the child");
 	tap_diag("child bound to colour %d, %zu pages: status 0x%x, oom_kill %lld -> %lld, "
 		 "bind failures %llu -> %llu, free blocks of order %d: %ld", color, want, st,
-		 oom0, oom1, fail0, fail1, block_order, user_free_blocks(block_order));
+		 oom0, oom1, fail0, fail1, block_order, pc_free_blocks(block_order, "DMA"));
 	tap_ok(pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
 	       "a child bound to colour %d gets %zu pages of it from the pageblocks "
 	       "(status 0x%x%s)", color, want, st,

@@ -129,9 +129,9 @@ static long compaction_round(const char *name, int with_policy)
 	if (with_policy)
 		colored = pc_start_holder(hold_colors, NULL);
 	frag = pc_start_holder(fragment, NULL);
-	before = pc_free_blocks(HUGE_ORDER);
+	before = pc_free_blocks(HUGE_ORDER, NULL);
 	ok = !pc_write_file("/proc/sys/vm/compact_memory", "1");
-	after = pc_free_blocks(HUGE_ORDER);
+	after = pc_free_blocks(HUGE_ORDER, NULL);
 	pc_write_file(PC_THP_DEFRAG, "always");
 	n = huge_pages_got();
 	pc_write_file(PC_THP_DEFRAG, "madvise");
@@ -199,7 +199,7 @@ static void parked_pages_return(void)
 
 	pagecolor_drain();
 	pc_settle();
-	before = pc_free_blocks(10);
+	before = pc_free_blocks(10, NULL);
 	pid = fork();
 	if (pid == 0) {
 		hold_colors(NULL);
@@ -222,7 +222,7 @@ static void parked_pages_return(void)
 	 */
 	pc_settle();
 	for (i = 0; i < 50; i++) {
-		after = pc_free_blocks(10);
+		after = pc_free_blocks(10, NULL);
 		if (after >= before - 2)
 			break;
 		usleep(100 * 1000);

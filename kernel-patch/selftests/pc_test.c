@@ -365,45 +365,103 @@ static long long pc_boost_total(void)
 	return sum;
 }
 
-/* Is every kswapd thread asleep (state S in /proc/PID/stat)?  -1 on error. */
-static int pc_kswapd_asleep(void)
+/* The state letter of process @pid if it is a kswapd thread, else 0. */
+static char pc_kswapd_state(const char *pid)
 {
-	char path[300], line[256], *s;
+	char path[300], line[256], *s = NULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fgets(line, sizeof(line), f) && strstr(line, "(kswapd"))
+		s = strrchr(line, ')');
+	fclose(f);
+	return s && s[1] == ' ' ? s[2] : 0;
+}
+
+/*
+ * Is every kswapd thread asleep (state S)?  -1 on error.  With @why, the
+ * threads that are not, their state and wait channel.
+ */
+static int pc_kswapd_asleep(char *why, size_t len)
+{
+	char path[300], wchan[64] = "?", state;
 	struct dirent *d;
 	int seen = 0, asleep = 1;
 	DIR *dir = opendir("/proc");
+	size_t used = 0;
 	FILE *f;
 
 	if (!dir)
 		return -1;
 	while ((d = readdir(dir))) {
-		if (d->d_name[0] < '1' || d->d_name[0] > '9')
+		state = d->d_name[0] >= '1' && d->d_name[0] <= '9' ?
+			pc_kswapd_state(d->d_name) : 0;
+		seen |= !!state;
+		if (!state || state == 'S')
 			continue;
-		snprintf(path, sizeof(path), "/proc/%s/stat", d->d_name);
+		asleep = 0;
+		snprintf(path, sizeof(path), "/proc/%s/wchan", d->d_name);
 		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(line, sizeof(line), f) && strstr(line, "(kswapd")) {
-			seen = 1;
-			s = strrchr(line, ')');
-			if (!s || s[1] != ' ' || s[2] != 'S')
-				asleep = 0;
-		}
-		fclose(f);
+		if (!f || !fgets(wchan, sizeof(wchan), f))
+			strcpy(wchan, "?");
+		if (f)
+			fclose(f);
+		if (why && used < len)
+			used += snprintf(why + used, len - used, " pid %s state %c wchan %s",
+					 d->d_name, state, wchan);
 	}
 	closedir(dir);
 	return seen ? asleep : -1;
 }
 
+/*
+ * Wake kswapd to work off a watermark boost.  A boost raised by an
+ * allocation that may not wake kswapd (SLUB's first, high-order try at a
+ * new slab clears __GFP_RECLAIM) stays until something else wakes it:
+ * faulting in pages until the zone passes its low watermark does.  They
+ * are freed again; kswapd took page cache for them.
+ */
+static void pc_wake_kswapd(void)
+{
+	size_t n = (size_t)pc_memfree_pages(), i;
+	char *p = mmap(NULL, n * pc_page_size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED)
+		return;
+	for (i = 0; i < n && pc_boost_total() > 0; i += 256)
+		pc_touch(p + i * pc_page_size, n - i < 256 ? n - i : 256);
+	munmap(p, n * pc_page_size);
+}
+
 int pc_wait_kswapd_idle(int timeout_ms)
 {
-	int waited = 0;
+	int waited = 0, asleep, boosted_asleep = 0, woken = 0;
+	char why[256] = "";
+	long long boost;
 
 	for (;;) {
-		if (pc_boost_total() == 0 && pc_kswapd_asleep() == 1)
+		boost = pc_boost_total();
+		asleep = pc_kswapd_asleep(why, sizeof(why));
+		if (boost == 0 && asleep == 1)
 			return 0;
-		if (waited >= timeout_ms)
+		if (waited >= timeout_ms) {
+			tap_diag("after %d ms: boost %lld pages, kswapd%s; woken %d times",
+				 waited, boost, asleep == 1 ? " all asleep" :
+				 asleep < 0 ? " not found" : why, woken);
 			return -1;
+		}
+		boosted_asleep = boost > 0 && asleep == 1 ? boosted_asleep + 10 : 0;
+		if (boosted_asleep >= 2000) {
+			tap_diag("a boost of %lld pages, kswapd asleep for 2 s: waking it",
+				 boost);
+			pc_wake_kswapd();
+			boosted_asleep = 0;
+			woken++;
+		}
 		usleep(10 * 1000);
 		waited += 10;
 	}
@@ -545,47 +603,65 @@ int pc_is_thp(const void *addr)
 	return !!(pc_kpageflags(pfn) & (1ULL << KPF_THP));
 }
 
-size_t pc_eat_large_blocks(void)
+char *pc_huge_area(size_t len)
 {
-	size_t len = 1UL << 30, taken = 0, i;
 	char *h = mmap(NULL, len + PC_HUGE, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	if (h == MAP_FAILED)
-		return 0;
+		return NULL;
 	h = (char *)(((uintptr_t)h + PC_HUGE - 1) & ~(PC_HUGE - 1));
-	if (madvise(h, len, MADV_HUGEPAGE))
-		return 0;
-	for (i = 0; i < len / PC_HUGE; i++) {
+	if (madvise(h, len, MADV_HUGEPAGE)) {
+		tap_diag("MADV_HUGEPAGE: %s", strerror(errno));
+		return NULL;
+	}
+	return h;
+}
+
+size_t pc_take_huge(char *h, size_t len, uint64_t *pfns, int misses)
+{
+	int huge_order = pc_order_of(PC_HUGE / pc_page_size);
+	size_t i, taken = 0;
+	uint64_t pfn;
+
+	for (i = 0; i < len / PC_HUGE && misses > 0; i++) {
 		h[i * PC_HUGE] = 1;
-		if (!pc_is_thp(h + i * PC_HUGE))
-			break;	/* no free block of a huge page's size is left */
-		taken++;
+		pfn = 0;
+		if (pc_is_thp(h + i * PC_HUGE) && !pagecolor_pfn(h + i * PC_HUGE, &pfn))
+			taken++;
+		else if (!pfns || pc_free_blocks(huge_order, "DMA") == 0)
+			misses--;
+		if (pfns)
+			pfns[i] = pfn;
 	}
 	return taken;
 }
 
-long pc_free_blocks(int order)
+size_t pc_eat_large_blocks(void)
+{
+	size_t len = 1UL << 30;
+	char *h = pc_huge_area(len);
+
+	return h ? pc_take_huge(h, len, NULL, 1) : 0;
+}
+
+long pc_free_blocks(int order, const char *skip_zone)
 {
 	FILE *f = fopen("/proc/buddyinfo", "r");
-	char line[512];
-	long total = 0;
+	char line[512], zone[32];
+	long total = 0, n;
+	int o, off, used;
 
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
 		/* "Node 0, zone   Normal   n0 n1 ... n10 " */
-		char *tok, *save, *counts = strstr(line, "zone");
-		int o = 0;
-
-		if (!counts)
+		if (sscanf(line, "Node %*d, zone %31s%n", zone, &off) != 1 ||
+		    (skip_zone && !strcmp(zone, skip_zone)))
 			continue;
-		strtok_r(counts, " \n", &save);		/* "zone" */
-		strtok_r(NULL, " \n", &save);		/* its name */
-		for (tok = strtok_r(NULL, " \n", &save); tok;
-		     tok = strtok_r(NULL, " \n", &save), o++)
+		for (o = 0; sscanf(line + off, "%ld%n", &n, &used) == 1; o++, off += used)
 			if (o >= order)
-				total += strtol(tok, NULL, 10) << (o - order);
+				total += n << (o - order);
 	}
 	fclose(f);
 	return total;

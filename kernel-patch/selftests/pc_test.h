@@ -154,7 +154,10 @@ long long pc_vmstat(const char *key);
 long long pc_wait_parked(int drain, int timeout_ms);
 /*
  * Wait until no zone has a watermark boost and every kswapd thread sleeps,
- * at most @timeout_ms: 0 when it does, -1 otherwise.
+ * at most @timeout_ms: 0 when it does, -1 otherwise (with a diagnostic of
+ * what it saw).  A boost kswapd sleeps through for 2 s is one nothing woke
+ * it for: the wait then takes free memory below the low watermark for a
+ * moment, which does (kswapd reclaims some page cache for it).
  */
 int pc_wait_kswapd_idle(int timeout_ms);
 /* Drop caches / compact if available, then sleep a little. */
@@ -196,16 +199,32 @@ uint64_t pc_kpageflags(uint64_t pfn);
 /* Is the (resident) page at addr part of a transparent huge page? */
 int pc_is_thp(const void *addr);
 /*
- * Take every free block a huge page fits in (THP defrag should be "never"
- * so that compaction does not make more); the memory stays taken until
+ * @len bytes (a multiple of PC_HUGE) of anonymous memory, aligned to and
+ * advised for transparent huge pages, nothing faulted in; NULL on error.
+ */
+char *pc_huge_area(size_t len);
+/*
+ * Fault in the huge pages of @h (from pc_huge_area()) in turn, each taking
+ * a free block of a huge page's size, until @len is done or @misses of
+ * them fell back to small pages.  Without @pfns every fallback counts;
+ * with it only those while no such block is left outside ZONE_DMA (one
+ * beside free blocks lost a race; kswapd may also free more), and
+ * @pfns[i] is the frame of the i-th huge page, 0 where it fell back.
+ * THP defrag should be "never" so that compaction does not make more
+ * blocks.  Returns the huge pages taken.
+ */
+size_t pc_take_huge(char *h, size_t len, uint64_t *pfns, int misses);
+/*
+ * Take every free block a huge page fits in; the memory stays taken until
  * the process exits.  Returns the huge pages taken.
  */
 size_t pc_eat_large_blocks(void);
 /*
- * Free memory in blocks of at least @order, in units of 2^order pages, all
- * zones (from /proc/buddyinfo); -1 on error.
+ * Free memory in blocks of at least @order, in units of 2^order pages
+ * (from /proc/buddyinfo), over all zones but @skip_zone (NULL: none); -1
+ * on error.
  */
-long pc_free_blocks(int order);
+long pc_free_blocks(int order, const char *skip_zone);
 
 /* Node 0's zone from /proc/zoneinfo, in pages. */
 struct pc_zone_info {
