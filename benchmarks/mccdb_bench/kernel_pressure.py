@@ -24,8 +24,8 @@ import re
 
 from .harness import cli, guest, report
 
-ROUND = re.compile(r"pressure: round \d+ (with|without) a colour policy elsewhere: compaction made (-?\d+) "
-                   r"huge-page blocks \((\d+) before, (\d+) after\); then (\d+) of (\d+) huge pages faulted")
+ROUND = re.compile(r"pressure: round (\d+) try (\d+) (with|without) a colour policy elsewhere: compaction made "
+                   r"(-?\d+) huge-page blocks \((\d+) before, (\d+) after\); then (\d+) of (\d+) huge pages faulted")
 PARKED_WHILE = re.compile(r"pressure: (\d+) pages parked while")
 ORDER10 = re.compile(r"pressure: order-10 free blocks (-?\d+) before, (-?\d+) after .*; (\d+) pages parked after")
 FRAGMENT_FREE = re.compile(r"(\d+) of colour (\d+); then")
@@ -42,10 +42,13 @@ def pressure_row(p):
     """color_pressure: made without / with (per round), huge pages, parked, order-10 blocks."""
     if p is None:
         return ["**did not run**"] * 4
-    rounds = [m.groups() for m in map(ROUND.search, p.lines) if m]
-    made = {w: ", ".join(f"{int(m)} ({a})" for ww, m, b, a, h, n in rounds if ww == w) or "-"
+    tries = [m.groups() for m in map(ROUND.search, p.lines) if m]
+    # a round's last try counts; earlier ones stopped early (color_pressure.c)
+    last = {r: (t, w, m, a, h, n) for r, t, w, m, b, a, h, n in tries}
+    made = {w: ", ".join(f"{int(m)} ({a})" + (f" at try {t}" if t != "1" else "")
+                         for t, ww, m, a, h, n in last.values() if ww == w) or "-"
             for w in ("without", "with")}
-    huge = ", ".join(sorted({f"{h} of {n}" for *_, h, n in rounds})) or "-"
+    huge = ", ".join(sorted({f"{h} of {n}" for *_, h, n in last.values()})) or "-"
     pw, o10 = first(PARKED_WHILE, p.lines), first(ORDER10, p.lines)
     parked = f"{int(pw.group(1)):,} / {o10.group(3)}" if pw and o10 else "-"
     blocks = f"{o10.group(1)} / {o10.group(2)}" if o10 else "-"

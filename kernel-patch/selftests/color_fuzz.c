@@ -169,26 +169,6 @@ static const char *const mig_stat[] = {
 };
 #define NR_MIG_STAT (sizeof(mig_stat) / sizeof(mig_stat[0]))
 
-static void mig_stats(long long *v)
-{
-	size_t k;
-
-	for (k = 0; k < NR_MIG_STAT; k++)
-		v[k] = pc_vmstat(mig_stat[k]);
-}
-
-static void mig_stats_delta(const long long *before)
-{
-	long long now[NR_MIG_STAT];
-	size_t k;
-
-	mig_stats(now);
-	printf("# vmstat during the call:");
-	for (k = 0; k < NR_MIG_STAT; k++)
-		printf(" %s +%lld", mig_stat[k], now[k] - before[k]);
-	printf("\n");
-}
-
 static void fill_page(size_t i)
 {
 	arena[i * ps] = arena_byte(i);
@@ -258,7 +238,7 @@ static int thp_eio(const long long *before)
 	long rc;
 
 	describe("THP-arena color_mbind failed", &first);
-	mig_stats_delta(before);
+	pc_vmstats_growth("vmstat during the call", mig_stat, NR_MIG_STAT, before, NULL);
 	s = thp_set((unsigned long)c);
 	if (!pc_check_range((void *)first.arg[0], npages, &s, &r))
 		printf("# after it: %zu of %lu pages outside colours from %ld, %zu absent "
@@ -477,7 +457,7 @@ static int fuzz(long iterations)
 		if (i % 211 == 0) {
 			long long before[NR_MIG_STAT];
 
-			mig_stats(before);
+			pc_vmstats(mig_stat, NR_MIG_STAT, before);
 			memset(&last, 0, sizeof(last));
 			last.iter = i;
 			r = thp_mbind();

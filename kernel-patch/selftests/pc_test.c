@@ -292,6 +292,30 @@ long long pc_vmstat(const char *key)
 	return ret;
 }
 
+void pc_vmstats(const char *const *keys, size_t n, long long *v)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		v[i] = pc_vmstat(keys[i]);
+}
+
+void pc_vmstats_growth(const char *what, const char *const *keys, size_t n,
+		       const long long *before, long long *growth)
+{
+	long long v;
+	size_t i;
+
+	printf("# %s:", what);
+	for (i = 0; i < n; i++) {
+		v = pc_vmstat(keys[i]) - before[i];
+		if (growth)
+			growth[i] = v;
+		printf(" %s +%lld", keys[i], v);
+	}
+	printf("\n");
+}
+
 long long pc_meminfo_kb(const char *key)
 {
 	FILE *f = fopen("/proc/meminfo", "r");

@@ -146,6 +146,14 @@ long long pc_memfree_pages(void);
 long long pc_meminfo_kb(const char *key);
 /* A /proc/vmstat counter ("nr_free_pages", ...), -1 if absent. */
 long long pc_vmstat(const char *key);
+/* The /proc/vmstat counters @keys[0..n) into @v. */
+void pc_vmstats(const char *const *keys, size_t n, long long *v);
+/*
+ * Print "# @what: key +growth ..." for @keys since @before (read then by
+ * pc_vmstats()); the growths also go to @growth unless it is NULL.
+ */
+void pc_vmstats_growth(const char *what, const char *const *keys, size_t n,
+		       const long long *before, long long *growth);
 /*
  * Wait until no page is parked in the colour lists (the "parked" counter
  * is 0), at most @timeout_ms; with @drain, write "drain" first.  Returns
