@@ -373,20 +373,25 @@ long long pc_wait_parked(int drain, int timeout_ms)
 	}
 }
 
-/* Sum of the zones' watermark boosts (/proc/zoneinfo), -1 on error. */
-static long long pc_boost_total(void)
+/* Sum of the zones' @field ("boost", "low") in /proc/zoneinfo, -1 on error. */
+static long long pc_zoneinfo_total(const char *field)
 {
 	FILE *f = fopen("/proc/zoneinfo", "r");
 	long long sum = 0, v;
-	char line[256];
+	char line[256], name[32];
 
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, " boost %lld", &v) == 1)
+		if (sscanf(line, " %31s %lld", name, &v) == 2 && !strcmp(name, field))
 			sum += v;
 	fclose(f);
 	return sum;
+}
+
+static long long pc_boost_total(void)
+{
+	return pc_zoneinfo_total("boost");
 }
 
 /* The state letter of process @pid if it is a kswapd thread, else 0. */
@@ -445,19 +450,27 @@ static int pc_kswapd_asleep(char *why, size_t len)
  * Wake kswapd to work off a watermark boost.  A boost raised by an
  * allocation that may not wake kswapd (SLUB's first, high-order try at a
  * new slab clears __GFP_RECLAIM) stays until something else wakes it:
- * faulting in pages until the zone passes its low watermark does.  They
- * are freed again; kswapd took page cache for them.
+ * an allocation that takes a zone below its low watermark does.  Pages
+ * are faulted in until the boost is gone or free memory is down to the
+ * low watermarks (never to min: no direct reclaim, no OOM kill), held
+ * for at most 2 s while kswapd works, and freed again.
  */
 static void pc_wake_kswapd(void)
 {
-	size_t n = (size_t)pc_memfree_pages(), i;
+	long long low = pc_zoneinfo_total("low");
+	size_t n = (size_t)pc_memfree_pages(), i = 0;
 	char *p = mmap(NULL, n * pc_page_size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	int held;
 
-	if (p == MAP_FAILED)
+	if (p == MAP_FAILED || low < 0)
 		return;
-	for (i = 0; i < n && pc_boost_total() > 0; i += 256)
+	while (i < n && pc_boost_total() > 0 && pc_memfree_pages() > low + 256) {
 		pc_touch(p + i * pc_page_size, n - i < 256 ? n - i : 256);
+		i += 256;
+	}
+	for (held = 0; held < 2000 && pc_boost_total() > 0; held += 10)
+		usleep(10 * 1000);
 	munmap(p, n * pc_page_size);
 }
 
