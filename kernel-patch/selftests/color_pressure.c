@@ -104,23 +104,16 @@ static void hold_colors(void *unused __attribute__((unused)))
 static int huge_pages_got(void)
 {
 	size_t len = WANT_HUGE * PC_HUGE, i;
-	char *h = mmap(NULL, len + PC_HUGE, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	char *a;
+	char *h = pc_huge_area(len);
 	int got = 0;
 
-	if (h == MAP_FAILED)
+	if (!h)
 		return -1;
-	a = (char *)(((uintptr_t)h + PC_HUGE - 1) & ~(PC_HUGE - 1));
-	if (madvise(a, len, MADV_HUGEPAGE)) {
-		munmap(h, len + PC_HUGE);
-		return -1;
-	}
 	for (i = 0; i < WANT_HUGE; i++) {
-		a[i * PC_HUGE] = 1;
-		got += pc_is_thp(a + i * PC_HUGE);
+		h[i * PC_HUGE] = 1;
+		got += pc_is_thp(h + i * PC_HUGE);
 	}
-	munmap(h, len + PC_HUGE);
+	munmap(h, len);
 	return got;
 }
 
@@ -176,7 +169,7 @@ static long compaction_round(const char *name, int with_policy, int *ended_early
 static void compaction_rounds(void)
 {
 	long made[2] = { 0, 0 }, n = 0, pinned;
-	int r, try, early, ok = 1, redone[2] = { 0, 0 };
+	int r, try, early, ok = 1, stopped_early[2] = { 0, 0 };
 	char name[32];
 
 	/*
@@ -192,13 +185,13 @@ static void compaction_rounds(void)
 			snprintf(name, sizeof(name), "round %d try %d", r + 1, try);
 			n = compaction_round(name, r & 1, &early);
 			ok = n >= 0;
-			redone[r & 1] += early;
+			stopped_early[r & 1] += early;
 		}
 		if (ok)
 			made[r & 1] += n;
 	}
 	tap_diag("compactions that stopped early: %d without a policy, %d with",
-		 redone[0], redone[1]);
+		 stopped_early[0], stopped_early[1]);
 	tap_ok(ok && made[0] > 0, "compaction makes huge-page blocks out of fragmented "
 	       "memory (%ld in %d rounds without a colour policy)", made[0], ROUNDS / 2);
 	if (pc_nr_colors <= 256) {

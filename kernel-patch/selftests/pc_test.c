@@ -642,14 +642,20 @@ int pc_is_thp(const void *addr)
 
 char *pc_huge_area(size_t len)
 {
-	char *h = mmap(NULL, len + PC_HUGE, PROT_READ | PROT_WRITE,
+	char *m = mmap(NULL, len + PC_HUGE, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	char *h;
 
-	if (h == MAP_FAILED)
+	if (m == MAP_FAILED)
 		return NULL;
-	h = (char *)(((uintptr_t)h + PC_HUGE - 1) & ~(PC_HUGE - 1));
+	h = (char *)(((uintptr_t)m + PC_HUGE - 1) & ~(PC_HUGE - 1));
+	/* the slack before and after: munmap(h, len) then frees it all */
+	if (h > m)
+		munmap(m, h - m);
+	munmap(h + len, m + PC_HUGE - h);
 	if (madvise(h, len, MADV_HUGEPAGE)) {
 		tap_diag("MADV_HUGEPAGE: %s", strerror(errno));
+		munmap(h, len);
 		return NULL;
 	}
 	return h;

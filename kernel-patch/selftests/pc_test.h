@@ -209,6 +209,7 @@ int pc_is_thp(const void *addr);
 /*
  * @len bytes (a multiple of PC_HUGE) of anonymous memory, aligned to and
  * advised for transparent huge pages, nothing faulted in; NULL on error.
+ * munmap(area, @len) frees all of it.
  */
 char *pc_huge_area(size_t len);
 /*
