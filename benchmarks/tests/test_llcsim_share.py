@@ -107,17 +107,23 @@ def test_the_guest_list_is_the_one_the_page_reads(tmp_path):
                                   "llcsim:pair:chase/1024/20/thp:stream/262144/0/thp/rw:804:805"]
 
 
-def test_pacman_fraction_in_variant_and_profile(tmp_path):
-    """llc_repl=pacman:F (bimodal prefetch insertion): the page says the fraction the plugin ran with,
-    and the profile takes the variant's LLC_REPL as written."""
+@pytest.mark.parametrize("variant,config,label", [
+    # pacman:F, bimodal prefetch insertion
+    ("pacman:0.5/3M/24/18", "llc_pf_near=0.5", "pacman, prefetch fills near 0.5, lat_llc 18"),
+    # pacman:F:D, a set's lines aged every D fills besides
+    ("pacman:0.02:12/2M/16/19", "llc_pf_near=0.02 llc_decay=12",
+     "pacman, prefetch fills near 0.02, a set aged every 12 fills, lat_llc 18"),
+])
+def test_pacman_settings_in_variant_and_profile(tmp_path, variant, config, label):
+    """llc_repl=pacman:F[:D]: the page says what the plugin ran with, and the profile takes the variant's
+    LLC_REPL whole."""
     prof = tmp_path / "profile.env"
     prof.write_text("CPI=0.4\n")
-    good = guest(tmp_path, "pacman:0.5/3M/24/18", {2048: 1.4, 4096: 4.5}, alone=21.0,
-                 config="llc_repl=pacman llc_pf_near=0.5")
+    good = guest(tmp_path, variant, {2048: 1.4, 4096: 4.5}, alone=21.0, config="llc_repl=pacman " + config)
     p, page = run(tmp_path, good, "--profile", str(prof))
     assert p.returncode == 0, p.stderr
-    assert "pacman, prefetch fills near 0.5, lat_llc 18" in page
-    assert "LLC_REPL=pacman:0.5" in prof.read_text()
+    assert label in page
+    assert f"LLC_REPL={variant.split('/')[0]}\n" in prof.read_text()
 
 
 def test_a_paced_chase_in_the_list_and_the_table(tmp_path):

@@ -19,7 +19,12 @@
  *     used again from this level takes about a way of each set
  *     (cm_access_pf()).  pf_near of each 1024 prefetch fills may come in
  *     at 2 instead (chosen at random; bimodal insertion, as BRRIP does for
- *     all fills), so a stream keeps some claim on the ways.
+ *     all fills), so a stream keeps some claim on the ways.  decay: every
+ *     decay-th fill into a set ages its lines by one (cm_set_decay()), so a
+ *     line not hit within 3 x decay fills of its set becomes a victim
+ *     however few near fills came, chosen at random among the distant
+ *     lines: what protects a reused line wears off with the time it waits,
+ *     the time measured in the set's fills.
  *   - way partitioning, as Intel CAT / AMD L3 QoS do it: an access may hit
  *     in any way, but a miss fills only a way of the accessor's way mask
  *     (cm_access_ways()); the LRU line among those ways is the victim.
@@ -46,6 +51,8 @@ struct cm_cache {
 	uint32_t set_mask;
 	enum cm_repl repl;
 	uint32_t pf_near;	/* PACMan: prefetch fills at CM_RRPV_FILL, of 1024 */
+	uint32_t decay;		/* SRRIP, PACMan: fills into a set per ageing, 0 = none */
+	uint16_t *fills;	/* per set, fills since its last ageing (decay only) */
 	/* sets * ways entries; entry = (line number + 1) | way << CM_WAY_SHIFT
 	 * | RRPV << CM_RRPV_SHIFT, line number + 1 = 0: invalid.  For LRU,
 	 * slot 0 of a set is the MRU line, slot ways-1 the LRU line, and the
@@ -73,6 +80,8 @@ static inline void cm_flush(struct cm_cache *c)
 {
 	for (uint64_t i = 0; i < (uint64_t)c->sets * c->ways; i++)
 		c->tags[i] = (uint64_t)(i % c->ways) << CM_WAY_SHIFT;
+	if (c->fills)
+		memset(c->fills, 0, c->sets * sizeof(*c->fills));
 }
 
 /* Returns 0, or -1 when the geometry is not usable (sizes not powers of two,
@@ -103,7 +112,20 @@ static inline int cm_init(struct cm_cache *c, uint64_t size, uint32_t ways,
 static inline void cm_free(struct cm_cache *c)
 {
 	free(c->tags);
+	free(c->fills);
 	c->tags = NULL;
+	c->fills = NULL;
+}
+
+/* Age an SRRIP or PACMan set's lines every @decay fills (0: never); 0 or -1. */
+static inline int cm_set_decay(struct cm_cache *c, uint32_t decay)
+{
+	if (decay > UINT16_MAX || (decay && c->repl != CM_SRRIP && c->repl != CM_PACMAN))
+		return -1;
+	if (decay && !c->fills && !(c->fills = calloc(c->sets, sizeof(*c->fills))))
+		return -1;
+	c->decay = decay;
+	return 0;
 }
 
 
@@ -124,13 +146,14 @@ static inline uint64_t cm_xorshift(uint64_t *s)
 /*
  * SRRIP on one set (slot w = way w): a hit sets the line's RRPV to 0; a miss
  * fills an invalid way of the mask, else the first way of the mask at
- * CM_RRPV_MAX, ageing the mask's lines by one until there is one, at
- * CM_RRPV_FILL.  Lines outside the mask are not aged (CAT: a partition's
- * fills do not age another's lines).
+ * CM_RRPV_MAX (with @rng, one of them at random), ageing the mask's lines by
+ * one until there is one, at @fill.  Lines outside the mask are not aged
+ * (CAT: a partition's fills do not age another's lines).
  */
-static inline int cm_access_srrip(uint64_t *set, uint32_t n, uint64_t tag, uint64_t ways, uint64_t fill)
+static inline int cm_access_srrip(uint64_t *set, uint32_t n, uint64_t tag, uint64_t ways, uint64_t fill,
+				  uint64_t *rng)
 {
-	uint32_t w;
+	uint32_t w, k;
 
 	for (w = 0; w < n; w++) {
 		if (cm_tag_of(set[w]) == tag) {
@@ -142,8 +165,14 @@ static inline int cm_access_srrip(uint64_t *set, uint32_t n, uint64_t tag, uint6
 		if ((ways >> w & 1) && !cm_tag_of(set[w]))
 			goto fill;
 	for (;;) {
+		for (k = 0, w = 0; w < n; w++)
+			k += (ways >> w & 1) && cm_rrpv_of(set[w]) == CM_RRPV_MAX;
+		if (k && rng)
+			k = (uint32_t)(cm_xorshift(rng) % k);
+		else if (k)
+			k = 0;
 		for (w = 0; w < n; w++)
-			if ((ways >> w & 1) && cm_rrpv_of(set[w]) == CM_RRPV_MAX)
+			if ((ways >> w & 1) && cm_rrpv_of(set[w]) == CM_RRPV_MAX && k-- == 0)
 				goto fill;
 		for (w = 0; w < n; w++)
 			if (ways >> w & 1)
@@ -205,7 +234,22 @@ static inline int cm_access_pf(struct cm_cache *c, uint64_t addr, uint64_t *rng,
 		if (c->repl == CM_PACMAN && pf &&
 		    !(c->pf_near && rng && cm_xorshift(rng) % 1024 < c->pf_near))
 			fill = CM_RRPV_MAX;
-		return cm_access_srrip(set, n, tag, ways, fill);
+		/*
+		 * With decay the victim is any distant line: lines aged there
+		 * compete with a stream's distant fills instead of one way
+		 * taking every fill of the stream.
+		 */
+		if (cm_access_srrip(set, n, tag, ways, fill, c->decay ? rng : NULL))
+			return 1;
+		if (c->decay && ++c->fills[cm_set_of(c, addr)] >= c->decay) {
+			/* the mask's lines but the one just filled, as cm_access_srrip() ages */
+			c->fills[cm_set_of(c, addr)] = 0;
+			for (w = 0; w < n; w++)
+				if ((ways >> w & 1) && cm_rrpv_of(set[w]) < CM_RRPV_MAX &&
+				    cm_tag_of(set[w]) != tag)
+					set[w] += 1ULL << CM_RRPV_SHIFT;
+		}
+		return 0;
 	}
 	for (w = 0; w < n; w++)
 		if (cm_tag_of(set[w]) == tag)

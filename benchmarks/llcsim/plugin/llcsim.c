@@ -44,6 +44,8 @@
  *     SRRIP with prefetch fills at distant, cachemodel.h) seed=1 out=FILE (default stderr)
  *     llc_repl=pacman:F (F 0..1): that fraction of the prefetch fills
  *     inserted as SRRIP's fills (bimodal), the rest at distant
+ *     llc_repl=pacman:F:D: and every D-th fill into a set ages its lines
+ *     (protection wears off with the fills a line waits; cachemodel.h)
  *   sim=always|tagged (tagged: skip accesses of vCPUs whose tag is 0)
  *   cpi=1.0 lat_l2=12 lat_llc=40 lat_mem=200 (timing model, printed cycles;
  *     cpi: the cost of an instruction that does not miss the L1, fractional)
@@ -201,6 +203,7 @@ static struct {
 	unsigned int llc_domains;
 	enum cm_repl repl, llc_repl;	/* llc_repl: the LLC's (default: repl) */
 	double llc_pf_near;		/* pacman: prefetch fills inserted as SRRIP's */
+	unsigned long llc_decay;	/* pacman: fills into a set per ageing, 0 = none */
 	uint64_t seed;
 	bool tagged;
 	double cpi, cpi_dyn, lat_l2, lat_llc, lat_mem, lat_seq;
@@ -749,9 +752,17 @@ static int parse_arg(const char *a)
 		memcpy(name, val, f - val);
 		name[f - val] = '\0';
 		cfg.llc_pf_near = strtod(f + 1, &end);
-		if (parse_repl(name, &cfg.llc_repl) || cfg.llc_repl != CM_PACMAN)
+		if (parse_repl(name, &cfg.llc_repl) || cfg.llc_repl != CM_PACMAN ||
+		    end == f + 1 || cfg.llc_pf_near < 0 || cfg.llc_pf_near > 1)
 			return -1;
-		return *end || end == f + 1 || cfg.llc_pf_near < 0 || cfg.llc_pf_near > 1 ? -1 : 0;
+		/* pacman:F:D, every D-th fill into a set ages its lines */
+		if (*end == ':') {
+			f = end;
+			cfg.llc_decay = strtoul(f + 1, &end, 10);
+			if (end == f + 1 || cfg.llc_decay > UINT16_MAX)
+				return -1;
+		}
+		return *end ? -1 : 0;
 	}
 	if (!strcmp(key, "seed"))
 		return (cfg.seed = strtoull(val, NULL, 0)) ? 0 : -1;
@@ -932,6 +943,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 			return -1;
 		}
 		llcs[i].pf_near = (uint32_t)(cfg.llc_pf_near * 1024 + 0.5);
+		if (cm_set_decay(&llcs[i], (uint32_t)cfg.llc_decay)) {
+			fprintf(stderr, "llcsim: llc_repl decay %lu\n", cfg.llc_decay);
+			return -1;
+		}
 	}
 	nvcpus = info->system.max_vcpus;
 	if ((int)cfg.llc_domains > nvcpus) {
@@ -998,14 +1013,14 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 		" cpi=%g cpi_dyn=%g lat_l2=%g lat_llc=%g lat_mem=%g lat_seq=%g sync=%" PRIu64
 		" rob=%" PRIu64 " mshr=%u ram_mib=%" PRIu64 " llc_domains=%u pf=%u pf_streams=%u pf_xlat=%u"
 		" pf_fill=%g bw_peak=%g bw_umax=%g bw_slot=%" PRIu64 " dtlb=%u/%u stlb=%u/%u lat_stlb=%g lat_walk=%g"
-		" llc_pf_near=%g",
+		" llc_pf_near=%g llc_decay=%lu",
 		cfg.l1, cfg.l1_ways, cfg.l2, cfg.l2_ways, cfg.llc, cfg.llc_ways,
 		cfg.line, llcs[0].sets, cfg.llc / ((uint64_t)cfg.llc_ways * 4096),
 		repl_name[cfg.repl], repl_name[cfg.llc_repl], cfg.tagged ? "tagged" : "always",
 		nvcpus, cfg.cpi, cfg.cpi_dyn, cfg.lat_l2, cfg.lat_llc, cfg.lat_mem, cfg.lat_seq, cfg.sync / 100,
 		cfg.rob, cfg.mshr, ram_size >> 20, cfg.llc_domains, cfg.pf, cfg.pf_streams, cfg.pf_xlat,
 		cfg.pf_fill, cfg.bw_peak, cfg.bw_umax, cfg.bw_slot, cfg.dtlb, cfg.dtlb_ways, cfg.stlb, cfg.stlb_ways,
-		cfg.lat_stlb, cfg.lat_walk, cfg.llc_pf_near);
+		cfg.lat_stlb, cfg.lat_walk, cfg.llc_pf_near, cfg.llc_decay);
 	for (i = 0; i < (int)ngrid; i++)
 		fprintf(out, " g%d=%g:%" PRIu64 ":%u", i, gridpts[i].cpi, gridpts[i].rob, gridpts[i].mshr);
 	fprintf(out, "\n");

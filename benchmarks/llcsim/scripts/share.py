@@ -165,6 +165,7 @@ def main(argv=None):
          *[f'- Guest run `{v}` (LLC {int(d["config"].get("llc", "0/0").split("/")[0]) >> 10} KiB '
            f'{d["config"].get("llc", "0/0").split("/")[1]}-way, {d["config"].get("llc_repl")}'
            f'{", prefetch fills near " + d["config"]["llc_pf_near"] if float(d["config"].get("llc_pf_near", 0)) else ""}'
+           f'{", a set aged every " + d["config"]["llc_decay"] + " fills" if int(d["config"].get("llc_decay", 0)) else ""}'
            f', lat_llc {d["config"].get("lat_llc")}): {secs} s, boot-test exit {rc}; '
            + '; '.join(ln.lstrip('- ').rstrip('.') for ln in
                        analyze.guard_lines(argparse.Namespace(serial=serial)).splitlines())

@@ -186,7 +186,7 @@ int main(void)
 	uint64_t rng = 1;
 	int i, hits;
 
-	printf("TAP version 13\n1..52\n");
+	printf("TAP version 13\n1..59\n");
 
 	/* 1-2: geometry */
 	i = cm_init(&c, 2 << 20, 16, 64, CM_LRU);
@@ -941,6 +941,21 @@ int main(void)
 		   "kept %g with half near, %g with all (none near: all kept)",
 		   "PACMan with pf_near: none near keeps the quarter, all near loses it, half keeps part",
 		   kept[1], kept[2]);
+		/*
+		 * 59: decay, none near.  The streams between two visits of the
+		 * quarter fill each set 64 times: ageing every 32 fills leaves a
+		 * visited line at RRPV 2 and keeps it; every 16 ages it to the
+		 * victim's 3 after 48 fills, where the last 16 fills of each
+		 * visit take it at random beside the stream's distant lines:
+		 * most of the quarter goes.
+		 */
+		pm.pf_near = 0;
+		for (int i = 0; i < 2; i++)
+			kept[i] = cm_set_decay(&pm, i ? 16 : 32) ? -1 : quarter_kept(&pm, &rng, 1);
+		ok(kept[0] == 1.0 && kept[1] < 0.5 && cm_set_decay(&pm, 70000) == -1,
+		   "kept %g ageing every 32 fills, %g every 16",
+		   "PACMan with decay: a line is kept while its set takes under 3 x decay fills between its hits",
+		   kept[0], kept[1]);
 		cm_free(&pm);
 	}
 
