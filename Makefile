@@ -50,7 +50,8 @@ bench-native: deps
 # calibrated timing on the native study's PostgreSQL curve (pg-validate)
 # and the LLC a stream leaves a resident chase (share),
 # Table 2 in its three variants and with the overlap model, Figures 2 and
-# 6, and placement vs colouring vs resctrl with PostgreSQL.
+# 6, and placement vs colouring vs resctrl with PostgreSQL, and the map of
+# where each mechanism pays (pg-map; one geometry so far).
 # Each line is the command its page names (benchmarks/tests checks it).
 bench-sim: deps
 	benchmarks/llcsim/run.sh validate
@@ -70,6 +71,7 @@ bench-sim: deps
 	benchmarks/llcsim/run.sh pg-fig2
 	benchmarks/llcsim/run.sh pg-fig6
 	benchmarks/llcsim/run.sh pg-compare
+	LLC_SIZE=2M MAP_RATIOS=1,2 MAP_CORUNNERS=scan,hj,stream MAP_MECHS=stock,colors,placement MAP_PROBE_MIN=0 PG_REPS=2 benchmarks/llcsim/run.sh pg-map
 	LLC_SIZE=1M benchmarks/llcsim/run.sh pg-compare
 
 # In the patched kernel's guest: fault throughput and memory pressure

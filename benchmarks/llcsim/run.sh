@@ -73,6 +73,7 @@
 #             1/PGV_SCALE (4); docs/results/llcsim-pg-validation.md
 #   pg-map    where each mechanism pays (issue 28 item 3): the same hash
 #             join, tables of MAP_RATIOS (0.5,1,2) x the LLC of a domain,
+#             probe rows 4x the largest build, at least MAP_PROBE_MIN (500000),
 #             alone and beside MAP_CORUNNERS (scan,hj,ij,stream) under
 #             MAP_MECHS (stock,colors,resctrl,placement), 4 vCPUs as 2 LLC
 #             domains of LLC_SIZE; docs/results/llcsim-map-llcXm.md
@@ -85,7 +86,8 @@
 # Environment: LLC_SIZE (2M) LLC_WAYS (16) L2_SIZE (256K) L2_WAYS (8)
 #   L1_SIZE (32K) L1_WAYS (8) REPL (lru: lru, random, srrip or pacman:
 #   SRRIP with prefetch fills at distant) LLC_REPL (= REPL: the LLC's; also pacman:F,
-#   that fraction of prefetch fills inserted as SRRIP's) COLORS (32, kernel page_colors=)
+#   that fraction of prefetch fills inserted as SRRIP's, and pacman:F:D, every
+#   D-th fill into a set ageing its lines) COLORS (32, kernel page_colors=)
 #   MEM (1024 MiB) BOOT_TIMEOUT (s) JOBS (2) TABLE2_REPS (3)
 #   SYNC (10000: modeled-time quantum in cycles between the vCPUs, 0 = off)
 #   PG_TPCH (0.05) PG_QUERIES (q01,q03,q05,q06,q08,q09,q18,q20,q21)
@@ -510,25 +512,28 @@ EOF
 # a domain, alone and beside each of MAP_CORUNNERS (scan, hj, ij, stream)
 # under each of MAP_MECHS (stock, colors, resctrl, placement); four vCPUs
 # as two LLC domains of LLC_SIZE each (as pg-compare).  One page per LLC
-# size: llcsim-map-llcXm.md.
+# size: llcsim-map-llcXm.md, the native study's stock cells beside the
+# simulated ones at the table sizes over the native share (profile's
+# LLC_SIZE x 4) that LLC_SIZE is.
 do_pg_map() {
 	local reps=${PG_REPS:-2} ratios=${MAP_RATIOS:-0.5,1,2} co=${MAP_CORUNNERS:-scan,hj,ij,stream}
 	local mechs=${MAP_MECHS:-stock,colors,resctrl,placement} rows probe scan big
 	[ $QUICK = 1 ] && { ratios=${MAP_RATIOS:-1}; reps=1; co=${MAP_CORUNNERS:-scan}; mechs=${MAP_MECHS:-stock,colors}; }
-	read -r rows probe scan big < <("$py" - "$ratios" "$(llc_kib)" <<'EOF'
+	read -r rows probe scan big < <("$py" - "$ratios" "$(llc_kib)" "${MAP_PROBE_MIN:-500000}" <<'EOF'
 import sys
 from mccdb_bench.native_study import probe_rows_for, rows_for
 ratios, kib = [float(x) for x in sys.argv[1].split(',')], int(sys.argv[2])
 rows = [rows_for(int(r * kib * 1024)) for r in ratios]
 # the scan's table (two int4, 36 bytes a row on the page) and the index
 # join's (the same and its primary key, about 56) at 4x the LLC
-print(','.join(map(str, rows)), probe_rows_for(rows, minimum=500_000), 4 * kib * 1024 // 36, 4 * kib * 1024 // 56)
+print(','.join(map(str, rows)), probe_rows_for(rows, minimum=int(sys.argv[3])), 4 * kib * 1024 // 36, 4 * kib * 1024 // 56)
 EOF
 )
 	SMP=$DOMAINS_SMP LLC_DOMAINS=2 pg_run pg-map pgmap "llcsim-map-llc$(echo "$LLC_SIZE" | tr A-Z a-z).md" \
 		"hjmap:$rows:$probe:$scan:$big:$reps:$co:$mechs:$(llc_kib):${PGV_STREAM_MIB:-256}" \
 		--smp "$DOMAINS_SMP" --llc-domains 2 \
-		--cmd "$(envs LLC_SIZE MAP_RATIOS MAP_CORUNNERS MAP_MECHS PG_REPS)benchmarks/llcsim/run.sh pg-map${2:+ $2}"
+		--native-study "$results/native-study.md" --scale $(($(share_kib) / $(llc_kib))) \
+		--cmd "$(envs LLC_SIZE MAP_RATIOS MAP_CORUNNERS MAP_MECHS MAP_PROBE_MIN PG_REPS)benchmarks/llcsim/run.sh pg-map${2:+ $2}"
 }
 
 # The bandwidth term: native contention runs (--measure: made now, guarded)

@@ -556,10 +556,12 @@ def curve_from_page(path):
     """The beside-stream curve of a page `write` made (docs/results/native-study.md),
     read back for the simulator's validation (llcsim run.sh pg-validate):
     {date, command, machine, rounds, effective_llc_mb, placement, sizes: [{mb,
-    build_rows, alone_s, stream: {median, lo, hi}, pairs}]}.  When the page
-    has the pairs in one L3 (placement measured), stream is theirs (the
-    simulator models one shared LLC) and pairs their count; a size with
-    too few of them keeps the cell over all pairs (pairs None)."""
+    build_rows, alone_s, stream: {median, lo, hi}, pairs, beside: {stream,
+    scan, hj: {median, lo, hi, pairs}}}]}.  When the page has the pairs in
+    one L3 (placement measured), each co-runner's cell is theirs (the
+    simulator models one shared LLC) and pairs their count; a cell with too
+    few of them keeps the one over all pairs (pairs None).  stream and
+    pairs are beside['stream']'s."""
     with open(path) as f:
         lines = f.read().splitlines()
     meta = {k: next((ln[len(f"- {k}: "):] for ln in lines if ln.startswith(f"- {k}: ")), None)
@@ -574,14 +576,20 @@ def curve_from_page(path):
     one = {r["hash table MB"]: r for r in (table_rows(lines[at:], "hash table MB") if at is not None else [])}
     sizes = []
     for row in main:
-        cell, pairs = row["beside stream"], None
         o = one.get(row["hash table MB"])
-        if o and CELL.fullmatch(o["beside stream, one L3"]):
-            cell, pairs = o["beside stream, one L3"], int(o["pairs in one L3 (stream/scan/hash join)"].split("/")[0])
-        med, lo, hi = map(float, CELL.fullmatch(cell).groups())
+        beside = {}
+        for i, (kind, column) in enumerate((("stream", "beside stream"), ("scan", "beside seq scan"),
+                                            ("hj", "beside hash join"))):
+            cell, pairs = row[column], None
+            if o and CELL.fullmatch(o[f"{column}, one L3"]):
+                cell = o[f"{column}, one L3"]
+                pairs = int(o["pairs in one L3 (stream/scan/hash join)"].split(" ")[0].split("/")[i])
+            med, lo, hi = map(float, CELL.fullmatch(cell).groups())
+            beside[kind] = {"median": med, "lo": lo, "hi": hi, "pairs": pairs}
+        stream = {k: beside["stream"][k] for k in ("median", "lo", "hi")}
         sizes.append({"mb": float(row["hash table MB"]), "build_rows": int(row["build rows"].replace(",", "")),
-                      "alone_s": float(row["alone s"].split()[0]), "stream": {"median": med, "lo": lo, "hi": hi},
-                      "pairs": pairs})
+                      "alone_s": float(row["alone s"].split()[0]), "stream": stream,
+                      "pairs": beside["stream"]["pairs"], "beside": beside})
     return {"date": (meta["Run"] or "?").split(",")[0] + " UTC", "command": (meta["Command"] or "?").strip("`"),
             "machine": f"{meta['Machine']}; {pgline.split(';')[0]}", "rounds": int(rounds.group(1)) if rounds else 10,
             "effective_llc_mb": float(c_mb.group(1)) if c_mb else None,

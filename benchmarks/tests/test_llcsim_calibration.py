@@ -167,11 +167,18 @@ def test_the_native_curve_is_read_from_the_study_page(tmp_path):
     page.write_text(STUDY_PAGE)
     c = curve_from_page(page)
     assert c["placement"] == "one L3" and c["rounds"] == 16
-    # 0.25 MB: the one-L3 cell; 0.5 MB: too few pairs in one L3, the cell over all pairs
+    # 0.25 MB: the one-L3 cells; 0.5 MB: too few pairs beside the stream in one L3, its cell over all
+    # pairs, the scan's and the hash join's in one L3
     assert c["sizes"] == [{"mb": 0.25, "build_rows": 4915, "alone_s": 0.386, "pairs": 11,
-                           "stream": {"median": 1.12, "lo": 1.05, "hi": 1.2}},
+                           "stream": {"median": 1.12, "lo": 1.05, "hi": 1.2},
+                           "beside": {"stream": {"median": 1.12, "lo": 1.05, "hi": 1.2, "pairs": 11},
+                                      "scan": {"median": 1.0, "lo": 0.98, "hi": 1.02, "pairs": 9},
+                                      "hj": {"median": 1.0, "lo": 0.98, "hi": 1.02, "pairs": 10}}},
                           {"mb": 0.5, "build_rows": 9830, "alone_s": 0.393, "pairs": None,
-                           "stream": {"median": 1.14, "lo": 1.02, "hi": 1.21}}]
+                           "stream": {"median": 1.14, "lo": 1.02, "hi": 1.21},
+                           "beside": {"stream": {"median": 1.14, "lo": 1.02, "hi": 1.21, "pairs": None},
+                                      "scan": {"median": 1.01, "lo": 1.0, "hi": 1.04, "pairs": 9},
+                                      "hj": {"median": 1.0, "lo": 0.98, "hi": 1.02, "pairs": 10}}}]
     page.write_text(STUDY_PAGE.split("### Pairs")[0])
     assert curve_from_page(page)["placement"] == "not measured"
     assert curve_from_page(page)["sizes"][0]["stream"]["median"] == 1.05

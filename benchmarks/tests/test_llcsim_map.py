@@ -10,7 +10,7 @@ sys.path.insert(0, str(LLCSIM / "scripts"))
 import pgmap  # noqa: E402
 
 
-def write_map_logs(tmp, cells, reps=2, drop_tag=None):
+def write_map_logs(tmp, cells, reps=2, drop_tag=None, extra=()):
     """cells: (rows, mech, corunner) -> slowdown over stock alone (10M
     cycles a query), each repetition the same; stock alone added per size.
     Returns analyze.py pgmap's process and the page."""
@@ -33,7 +33,7 @@ def write_map_logs(tmp, cells, reps=2, drop_tag=None):
     out = tmp / "llcsim-map.md"
     p = subprocess.run([sys.executable, str(ANALYZE), "pgmap", "--serial", str(tmp / "m.serial.log"),
                         "--sim", str(tmp / "m.sim.log"), "--boot-rc", "0", "--secs", "1", "--out", str(out),
-                        "--llc-kib", "2048", "--smp", "4", "--llc-domains", "2", "--cmd", "test"],
+                        "--llc-kib", "2048", "--smp", "4", "--llc-domains", "2", "--cmd", "test", *extra],
                        capture_output=True, text=True)
     return p, out.read_text() if out.exists() else ""
 
@@ -71,3 +71,24 @@ def test_map_a_missing_query_fails(tmp_path):
     p, page = write_map_logs(tmp_path, {(9830, "stock", "scan"): 1.05}, drop_tag=2)
     assert p.returncode == 1
     assert "not ok - every measured query has its counters (1 without)" in p.stdout
+
+
+def test_map_page_sets_the_native_study_beside_each_stock_cell(tmp_path):
+    """With --native-study, each row has the native study's cell of its co-runner at scale x the table
+    (matched by build rows): the pairs in one L3, or all pairs where too few shared one; none for the
+    index join, which the native study does not run."""
+    from test_llcsim_calibration import STUDY_PAGE
+    study = tmp_path / "study.md"
+    study.write_text(STUDY_PAGE)
+    # 1229 and 2458 build rows: a quarter of the study's 4,915 and 9,830
+    cells = {(1229, "stock", "scan"): 1.05, (1229, "stock", "hj"): 1.20,
+             (2458, "stock", "stream"): 1.30, (2458, "stock", "ij"): 1.10}
+    p, page = write_map_logs(tmp_path, cells, extra=("--native-study", str(study), "--scale", "4"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = {ln.split(" | ")[2]: ln for ln in page.splitlines() if ln.startswith("| 0.")}
+    assert "| 1.00x (0.98-1.02, 9 pairs in one L3) |" in next(ln for ln in page.splitlines()
+                                                              if "seq scan" in ln and ln.startswith("| 0."))
+    assert "| 1.00x (0.98-1.02, 10 pairs in one L3) |" in rows["hash join (same size)"]
+    assert "| 1.14x (1.02-1.21, all pairs) |" in rows["C stream"]
+    assert "| 1.10x (1.10-1.10) | - |" in rows["index nested loop join"]
+    assert "Native stock: the native study" in page and "--rounds 16" in page

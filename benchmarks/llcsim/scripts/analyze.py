@@ -149,6 +149,8 @@ def machine(args, d):
         f', {c.get("line")} B lines, {c.get("llc_sets")} sets, {c.get("colors")} colours, '
         f'replacement {c.get("repl")}'
         + (f' (the LLC {c["llc_repl"]})' if c.get('llc_repl', c.get('repl')) != c.get('repl') else '')
+        + (f', prefetch fills near {c["llc_pf_near"]}' if float(c.get('llc_pf_near', 0)) else '')
+        + (f', a set aged every {c["llc_decay"]} fills' if int(c.get('llc_decay', 0)) else '')
         + f', simulation {c.get("sim")}.',
         f'- Timing model: cycles = insns x {c.get("cpi")} + L2 hits x {c.get("lat_l2")} + LLC hits x '
         f'{c.get("lat_llc")} + LLC misses x {c.get("lat_mem")}' + (
@@ -1011,9 +1013,9 @@ def main():
     ap.add_argument('--calibration', help='mlp: the committed native ratios (calibration/native-mlp.json) '
                     'the simulated ones must match within --tolerance')
     ap.add_argument('--tolerance', type=float, default=0.15)
-    ap.add_argument('--native-study', help='pgvalidate: the native study\'s page (docs/results/native-study.md)')
+    ap.add_argument('--native-study', help='pgvalidate, pgmap: the native study\'s page (docs/results/native-study.md)')
     ap.add_argument('--sizes', help='pgvalidate: the native table sizes (MB), comma separated')
-    ap.add_argument('--scale', default='4', help='pgvalidate: native sizes and LLC over the simulated ones')
+    ap.add_argument('--scale', default='4', help='pgvalidate, pgmap: native sizes and LLC over the simulated ones')
     args = ap.parse_args()
     d = load(args.serial, args.sim)
     if args.mode == 'pgcompare':

@@ -49,6 +49,29 @@ def slowdowns(cells):
     return out
 
 
+def native_cells(args, rows):
+    """rows -> the native study's co-run cells ({stream, scan, hj: {median, lo,
+    hi, pairs}}) of the size scale x rows builds (within 1%), from its page
+    (--native-study; {} without it); and the page's curve."""
+    if not args.native_study:
+        return {}, None
+    from mccdb_bench.native_study import curve_from_page
+    curve, scale = curve_from_page(args.native_study), float(args.scale)
+    out = {}
+    for r in rows:
+        near = [s for s in curve['sizes'] if abs(s['build_rows'] / (scale * r) - 1) < 0.01]
+        if near:
+            out[r] = near[0]
+    return out, curve
+
+
+def fmt_native(cell):
+    if cell is None:
+        return '-'
+    pairs = f', {cell["pairs"]} pairs in one L3' if cell['pairs'] else ', all pairs'
+    return f'{cell["median"]:.2f}x ({cell["lo"]:.2f}-{cell["hi"]:.2f}{pairs})'
+
+
 def won_back(stock, mech):
     """The share of the stock slowdown a mechanism wins back (None where the
     stock slowdown is under COSTLY)."""
@@ -120,16 +143,26 @@ def pgmap(args, d):
          machine(args, d),
          '## Checks', '']
     L += [f'- {"PASS" if ok else "FAIL"}: {what}' for ok, what in checks]
+    native, curve = native_cells(args, sorted(by_rows))
+    ncol = ['native stock (table x {:g})'.format(float(args.scale))] if curve else []
     L += ['', f'## Slowdowns (LLC {llc_mb:g} MiB a domain)', '',
-          '| hash table MB | / LLC | co-runner | ' + ' | '.join(mechs) + ' | '
+          '| hash table MB | / LLC | co-runner | ' + ' | '.join(mechs + ncol) + ' | '
           + ' | '.join(f'{m} wins back' for m in mechs if m != 'stock') + ' |',
-          '| ' + ' | '.join(['---'] * (3 + len(mechs) + len(mechs) - 1)) + ' |']
-    for mb, s in sizes:
+          '| ' + ' | '.join(['---'] * (3 + len(mechs) + len(ncol) + len(mechs) - 1)) + ' |']
+    for (mb, s), r in zip(sizes, sorted(by_rows)):
         for k in corunners:
             cells = [s[(m, k)].fmt(2, 'x') if (m, k) in s else '-' for m in mechs]
+            if curve:
+                cells.append(fmt_native(native[r]['beside'].get(k) if r in native else None))
             wins = [won_back(s.get(('stock', k)), s.get((m, k))) for m in mechs if m != 'stock']
             L.append(f'| {mb:.2f} | {mb / llc_mb:.2g} | {CORUNNER_NAMES[k]} | ' + ' | '.join(cells) + ' | '
                      + ' | '.join(f'{100 * w:.0f}%' if w is not None else '-' for w in wins) + ' |')
+    if curve:
+        L += ['', f'Native stock: the native study ([native-study](native-study.md), {curve["date"]}, '
+              f'{curve["rounds"]} pairs a size, `{curve["command"]}`; {curve["machine"]}) at {float(args.scale):g}x '
+              'the table (its LLC share is the simulated LLC times that), the co-runner there in the target\'s '
+              'L3 (pairs whose vCPUs shared one; "all pairs" where too few did); no index join co-runner there. '
+              'A cell: median (95% interval).']
     L += ['', heat(sizes, mechs, corunners, llc_mb, args.out)]
     write_page(args.out, '\n'.join(L) + '\n')
     for ok, what in checks:
