@@ -353,13 +353,10 @@ static int fuzz(long iterations)
 	ro = mmap(NULL, ps, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	maskbuf = mmap(NULL, 2 * ps, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	thp = mmap(NULL, THP_ARENA + PC_HUGE, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	thp = pc_huge_area(THP_ARENA);
 	if (arena == MAP_FAILED || unmapped == MAP_FAILED || ro == MAP_FAILED ||
-	    maskbuf == MAP_FAILED || thp == MAP_FAILED)
+	    maskbuf == MAP_FAILED || !thp)
 		return 2;
-	thp = (char *)(((uintptr_t)thp + PC_HUGE - 1) & ~(PC_HUGE - 1));
-	madvise(thp, THP_ARENA, MADV_HUGEPAGE);
 	thp_fill();
 	printf("# THP arena: %d of 2 huge pages THP-backed at the start\n",
 	       pc_is_thp(thp) + pc_is_thp(thp + PC_HUGE));
@@ -523,22 +520,19 @@ static int thp_cases(unsigned long w, int *made)
 
 	*made = 0;
 	for (k = 0; k < sizeof(cs) / sizeof(cs[0]); k++) {
-		char *m = mmap(NULL, 2 * PC_HUGE, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		char *h = (char *)(((uintptr_t)m + PC_HUGE - 1) & ~(PC_HUGE - 1));
+		char *h = pc_huge_area(PC_HUGE);
 		pagecolor_set_t s;
 		struct pc_check r;
 		unsigned long i;
 		char list[16];
 		long rc;
 
-		if (m == MAP_FAILED)
+		if (!h)
 			return bad + 1;
-		madvise(h, PC_HUGE, MADV_HUGEPAGE);
 		for (i = 0; i < PC_HUGE / ps; i++)
 			h[i * ps] = (char)i;
 		if (!pc_is_thp(h)) {
-			munmap(m, 2 * PC_HUGE);
+			munmap(h, PC_HUGE);
 			continue;
 		}
 		(*made)++;
@@ -561,7 +555,7 @@ static int thp_cases(unsigned long w, int *made)
 		       rc, rc ? strerror(errno) : "ok", r.bad + r.absent, cs[k].n, list);
 		if (rc || r.bad || r.absent)
 			bad++;
-		munmap(m, 2 * PC_HUGE);
+		munmap(h, PC_HUGE);
 	}
 	return bad;
 }
@@ -576,9 +570,7 @@ static int thp_cases(unsigned long w, int *made)
 static int thp_straddle(int *made)
 {
 	const unsigned long first = 480, n = 64, hp = PC_HUGE / ps;
-	char *m = mmap(NULL, 3 * PC_HUGE, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	char *h = (char *)(((uintptr_t)m + PC_HUGE - 1) & ~(PC_HUGE - 1));
+	char *h = pc_huge_area(2 * PC_HUGE);
 	struct pc_check in, out_lo, out_hi;
 	unsigned long i, changed = 0, c = 7 % nr;
 	size_t moved_out;
@@ -587,13 +579,12 @@ static int thp_straddle(int *made)
 	long rc;
 
 	*made = 0;
-	if (m == MAP_FAILED)
+	if (!h)
 		return 1;
-	madvise(h, 2 * PC_HUGE, MADV_HUGEPAGE);
 	for (i = 0; i < 2 * hp; i++)
 		h[i * ps] = (char)(i * 3);
 	if (!pc_is_thp(h) || !pc_is_thp(h + PC_HUGE)) {
-		munmap(m, 3 * PC_HUGE);
+		munmap(h, 2 * PC_HUGE);
 		return 0;
 	}
 	*made = 1;
@@ -607,8 +598,10 @@ static int thp_straddle(int *made)
 		in.bad = n;
 	/* pages of the two huge pages outside the range now on colour c */
 	if (pc_check_range(h, first, &s, &out_lo) ||
-	    pc_check_range(h + (first + n) * ps, 2 * hp - first - n, &s, &out_hi))
+	    pc_check_range(h + (first + n) * ps, 2 * hp - first - n, &s, &out_hi)) {
+		munmap(h, 2 * PC_HUGE);
 		return 1;
+	}
 	moved_out = (out_lo.pages - out_lo.bad - out_lo.absent) +
 		    (out_hi.pages - out_hi.bad - out_hi.absent);
 	for (i = 0; i < 2 * hp; i++)
@@ -618,7 +611,7 @@ static int thp_straddle(int *made)
 	       "outside the range on the colour (chance: about %lu); %lu changed\n",
 	       first, first + n - 1, c, rc, rc ? strerror(errno) : "ok",
 	       in.bad + in.absent, n, moved_out, 2 * hp - n, (2 * hp - n) / nr, changed);
-	munmap(m, 3 * PC_HUGE);
+	munmap(h, 2 * PC_HUGE);
 	return rc || in.bad || in.absent || changed ||
 	       moved_out > 2 * (2 * hp - n) / nr + 16;
 }
