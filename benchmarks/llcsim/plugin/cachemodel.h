@@ -167,10 +167,7 @@ static inline int cm_access_srrip(uint64_t *set, uint32_t n, uint64_t tag, uint6
 	for (;;) {
 		for (k = 0, w = 0; w < n; w++)
 			k += (ways >> w & 1) && cm_rrpv_of(set[w]) == CM_RRPV_MAX;
-		if (k && rng)
-			k = (uint32_t)(cm_xorshift(rng) % k);
-		else if (k)
-			k = 0;
+		k = k && rng ? (uint32_t)(cm_xorshift(rng) % k) : 0;
 		for (w = 0; w < n; w++)
 			if ((ways >> w & 1) && cm_rrpv_of(set[w]) == CM_RRPV_MAX && k-- == 0)
 				goto fill;
