@@ -238,14 +238,17 @@ static inline int cm_access_pf(struct cm_cache *c, uint64_t addr, uint64_t *rng,
 		 */
 		if (cm_access_srrip(set, n, tag, ways, fill, c->decay ? rng : NULL))
 			return 1;
-		if (c->decay && ++c->fills[cm_set_of(c, addr)] >= c->decay) {
-			/* the mask's lines but the one just filled, as cm_access_srrip() ages */
-			c->fills[cm_set_of(c, addr)] = 0;
-			for (w = 0; w < n; w++)
-				if ((ways >> w & 1) && cm_rrpv_of(set[w]) < CM_RRPV_MAX &&
-				    cm_tag_of(set[w]) != tag)
-					set[w] += 1ULL << CM_RRPV_SHIFT;
-		}
+		if (!c->decay)
+			return 0;
+		uint16_t *fills = c->fills + cm_set_of(c, addr);
+
+		if (++*fills < c->decay)
+			return 0;
+		/* the mask's lines but the one just filled, as cm_access_srrip() ages */
+		*fills = 0;
+		for (w = 0; w < n; w++)
+			if ((ways >> w & 1) && cm_rrpv_of(set[w]) < CM_RRPV_MAX && cm_tag_of(set[w]) != tag)
+				set[w] += 1ULL << CM_RRPV_SHIFT;
 		return 0;
 	}
 	for (w = 0; w < n; w++)
