@@ -10,7 +10,7 @@ mechanism wins back of a co-runner's cost at a size: (S_stock - S_mech) /
 at least COSTLY (below it there is nothing to win back worth a mechanism).
 """
 from analyze import guest_tap, machine, plt_mod, total
-from mccdb_bench.harness.report import write_page
+from mccdb_bench.harness.report import md_table, write_page
 from mccdb_bench.harness.stats import summarize
 
 COSTLY = 1.15           # issue 28's regime: conflicts cost 15% or more
@@ -124,7 +124,8 @@ def pgmap(args, d):
     mechs = [m for m in MECHS if any(k[0] == m for c in by_rows.values() for k in c)]
     corunners = [k for k in CORUNNERS if any(c[1] == k for v in by_rows.values() for c in v)]
     llc_mb = args.llc_kib / 1024
-    sizes = [(hash_table_bytes(r) / 1048576, slowdowns(by_rows[r])) for r in sorted(by_rows)]
+    rows = sorted(by_rows)
+    sizes = [(hash_table_bytes(r) / 1048576, slowdowns(by_rows[r])) for r in rows]
     checks = [(args.boot_rc == 0, f'guest run passed boot-test (exit {args.boot_rc})'),
               (nots == 0 and oks > 0, f'guest program: {oks} ok, {nots} not ok (tables, plans, counts)'),
               (missing == 0, f'every measured query has its counters ({missing} without)'),
@@ -143,20 +144,20 @@ def pgmap(args, d):
          machine(args, d),
          '## Checks', '']
     L += [f'- {"PASS" if ok else "FAIL"}: {what}' for ok, what in checks]
-    native, curve = native_cells(args, sorted(by_rows))
+    native, curve = native_cells(args, rows)
     ncol = ['native stock (table x {:g})'.format(float(args.scale))] if curve else []
-    L += ['', f'## Slowdowns (LLC {llc_mb:g} MiB a domain)', '',
-          '| hash table MB | / LLC | co-runner | ' + ' | '.join(mechs + ncol) + ' | '
-          + ' | '.join(f'{m} wins back' for m in mechs if m != 'stock') + ' |',
-          '| ' + ' | '.join(['---'] * (3 + len(mechs) + len(ncol) + len(mechs) - 1)) + ' |']
-    for (mb, s), r in zip(sizes, sorted(by_rows)):
+    wcol = [f'{m} wins back' for m in mechs if m != 'stock']
+    head = ['hash table MB', '/ LLC', 'co-runner'] + mechs + ncol + wcol
+    table = []
+    for r, (mb, s) in zip(rows, sizes):
         for k in corunners:
             cells = [s[(m, k)].fmt(2, 'x') if (m, k) in s else '-' for m in mechs]
             if curve:
                 cells.append(fmt_native(native[r]['beside'].get(k) if r in native else None))
             wins = [won_back(s.get(('stock', k)), s.get((m, k))) for m in mechs if m != 'stock']
-            L.append(f'| {mb:.2f} | {mb / llc_mb:.2g} | {CORUNNER_NAMES[k]} | ' + ' | '.join(cells) + ' | '
-                     + ' | '.join(f'{100 * w:.0f}%' if w is not None else '-' for w in wins) + ' |')
+            table.append([f'{mb:.2f}', f'{mb / llc_mb:.2g}', CORUNNER_NAMES[k]] + cells
+                         + [f'{100 * w:.0f}%' if w is not None else '-' for w in wins])
+    L += ['', f'## Slowdowns (LLC {llc_mb:g} MiB a domain)', '', md_table(head, table).rstrip('\n')]
     if curve:
         L += ['', f'Native stock: the native study ([native-study](native-study.md), {curve["date"]}, '
               f'{curve["rounds"]} pairs a size, `{curve["command"]}`; {curve["machine"]}) at {float(args.scale):g}x '
