@@ -31,22 +31,6 @@
 #define UNEVICTABLE	"/proc/sys/vm/compact_unevictable_allowed"
 #define PLAN		4
 
-/* "Pages per block" of /proc/pagetypeinfo: a pageblock; 0 if unreadable. */
-static unsigned long pageblock_pages(void)
-{
-	FILE *f = fopen("/proc/pagetypeinfo", "r");
-	unsigned long n = 0;
-	char line[256];
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Pages per block: %lu", &n) == 1)
-			break;
-	fclose(f);
-	return n;
-}
-
 /*
  * Fill a quarter of free memory with small pages and free every other one:
  * order-0 holes, more than the single-page path of alloc_page_color()
@@ -123,13 +107,13 @@ int main(void)
 	pid_t pid;
 
 	pc_init(PLAN);
-	pb_order = pc_order_of(pageblock_pages());
+	pb_order = pc_order_of(pc_pageblock_pages());
 	block_order = pc_order_of(pc_nr_colors);
 	if (block_order <= pb_order || PC_HUGE / pc_page_size != 1UL << pb_order) {
 		for (i = 0; i < PLAN; i++)
 			tap_skip("%d colours, pageblocks of %lu pages: a refill's block is no "
 				 "larger than a pageblock, or a huge page is not one",
-				 pc_nr_colors, pageblock_pages());
+				 pc_nr_colors, pc_pageblock_pages());
 		return tap_finish();
 	}
 	pc_wait_parked(1, 60000);

@@ -725,6 +725,95 @@ char *pc_bound_pages(const char *list, size_t npages)
 }
 
 /* _exit() is async-signal-safe; nothing else of the child's is needed. */
+unsigned long pc_pageblock_pages(void)
+{
+	FILE *f = fopen("/proc/pagetypeinfo", "r");
+	unsigned long n = 0;
+	char line[256];
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Pages per block: %lu", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+/* "DMA32," of "Node 0, zone DMA32, type ..." is zone "DMA32". */
+static int pc_zone_is(const char *token, const char *zone)
+{
+	size_t n = strlen(zone);
+
+	return !strncmp(token, zone, n) && (token[n] == 0 || token[n] == ',');
+}
+
+long long pc_pagetype_free(const char *zone, const char *type, int order)
+{
+	FILE *f = fopen("/proc/pagetypeinfo", "r");
+	char line[1024], z[32], t[32];
+	long long total = -1, c;
+	int node, off, used, o;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		/* "Node    0, zone    DMA32, type    Unmovable      5 ... " */
+		if (sscanf(line, "Node %d, zone %31s type %31s%n", &node, z, t, &off) != 3 ||
+		    node || !pc_zone_is(z, zone) || strcmp(t, type))
+			continue;
+		total = 0;
+		for (o = 0;; o++, off += used) {
+			while (line[off] == ' ' || line[off] == '>')
+				off++;
+			if (sscanf(line + off, "%lld%n", &c, &used) != 1)
+				break;
+			if (o >= order)
+				total += c << (o - order);
+		}
+		break;
+	}
+	fclose(f);
+	return total;
+}
+
+int pc_pagetype_blocks(const char *zone, const char *type)
+{
+	FILE *f = fopen("/proc/pagetypeinfo", "r");
+	char line[1024], z[32], name[32];
+	int col = -1, in = 0, node, off, used, i, n = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		/* "Number of blocks type     Unmovable      Movable ..." */
+		if (!strncmp(line, "Number of blocks type", 21)) {
+			off = 21;
+			for (i = 0; sscanf(line + off, "%31s%n", name, &used) == 1; i++, off += used)
+				if (!strcmp(name, type))
+					col = i;
+			in = 1;
+			continue;
+		}
+		if (!in || col < 0)
+			continue;
+		/* "Node 0, zone    DMA32           32          456 ..." */
+		if (sscanf(line, "Node %d, zone %31s%n", &node, z, &off) != 2) {
+			in = 0;
+			continue;
+		}
+		if (node || !pc_zone_is(z, zone))
+			continue;
+		for (i = 0; i <= col && sscanf(line + off, "%d%n", &n, &used) == 1; i++)
+			off += used;
+		if (i <= col)
+			n = -1;
+		break;
+	}
+	fclose(f);
+	return n;
+}
+
 static void pc_sigbus_exit(int sig)
 {
 	(void)sig;

@@ -235,6 +235,18 @@ size_t pc_eat_large_blocks(void);
  */
 long pc_free_blocks(int order, const char *skip_zone);
 
+/* Pages per pageblock ("Pages per block" of /proc/pagetypeinfo), 0 if unreadable. */
+unsigned long pc_pageblock_pages(void);
+/*
+ * Node 0's zone @zone (e.g. "DMA32") in /proc/pagetypeinfo: the free memory
+ * of migratetype @type ("Movable", "HighAtomic", ...) in blocks of order
+ * @order or more, in units of 2^@order pages (with @order 0: pages); -1 on
+ * error.
+ */
+long long pc_pagetype_free(const char *zone, const char *type, int order);
+/* The pageblocks of migratetype @type in node 0's zone @zone, -1 on error. */
+int pc_pagetype_blocks(const char *zone, const char *type);
+
 /* Node 0's zone from /proc/zoneinfo, in pages. */
 struct pc_zone_info {
 	long long free, min, low, high, spanned, start_pfn, protection;
