@@ -322,12 +322,17 @@ int main(void)
 	mkdir("/dev/pts", 0755);
 	mount("devpts", "/dev/pts", "devpts", 0, "ptmxmode=0666");
 	for (npty = 0; npty < NPTY; npty++) {
-		fd[npty] = posix_openpt(O_RDWR | O_NOCTTY | O_NONBLOCK);
-		if (fd[npty] < 0 || grantpt(fd[npty]) || unlockpt(fd[npty]))
-			break;
-	}
-	if (npty < NPTY)
+		int m = posix_openpt(O_RDWR | O_NOCTTY | O_NONBLOCK);
+
+		if (m >= 0 && !grantpt(m) && !unlockpt(m)) {
+			fd[npty] = m;
+			continue;
+		}
 		tap_diag("pty %d: %s", npty, strerror(errno));
+		if (m >= 0)
+			close(m);
+		break;
+	}
 	if (fill_map(&f1) || !ha0 || !ha1 || !used) {
 		tap_diag("mmap/calloc: %s", strerror(errno));
 		return tap_finish();
