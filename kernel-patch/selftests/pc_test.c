@@ -724,7 +724,6 @@ char *pc_bound_pages(const char *list, size_t npages)
 	return p;
 }
 
-/* _exit() is async-signal-safe; nothing else of the child's is needed. */
 unsigned long pc_pageblock_pages(void)
 {
 	FILE *f = fopen("/proc/pagetypeinfo", "r");
@@ -814,6 +813,7 @@ int pc_pagetype_blocks(const char *zone, const char *type)
 	return n;
 }
 
+/* _exit() is async-signal-safe; nothing else of the child's is needed. */
 static void pc_sigbus_exit(int sig)
 {
 	(void)sig;
