@@ -162,42 +162,20 @@ static long long fill_ptys(const int *fd, int n)
 }
 
 /*
- * One pass over page_owner, which prints every allocated page (those of
- * boot time too) and never a free one: mark in @used the frames of ZONE an
- * allocation holds ("Page allocated via order N", then "PFN p type ...
- * Block b type T"), in @ha the pageblocks it calls highatomic; returns how
- * many of those it saw (a pageblock with no allocated page has no record).
- * read() gives one record a call and moves the file position to the next
- * frame.
+ * Mark in @used the frames of ZONE an allocation holds and in @ha the
+ * pageblocks page_owner calls highatomic; returns how many of those it saw
+ * (a pageblock with no allocated page has no record).
  */
 static int scan_owner(unsigned char *used, char *ha)
 {
-	int fd = open(PAGE_OWNER, O_RDONLY), n = 0;
-	unsigned long long pfn, b, i;
-	unsigned int order;
-	char buf[4096], t[32], *s;
-	ssize_t len;
+	int b, n = 0;
 
-	memset(used, 0, zone_end - zone_start);
-	memset(ha, 0, nblocks);
-	if (fd < 0)
+	if (pc_owner_scan(zone_start, zone_end, used, ha, nblocks) < 0)
 		return -1;
-	while ((len = read(fd, buf, sizeof(buf) - 1)) > 0) {
-		buf[len] = 0;
-		s = strstr(buf, "\nPFN ");
-		if (sscanf(buf, "Page allocated via order %u", &order) != 1 || !s ||
-		    sscanf(s, "\nPFN %llu type %*s Block %llu type %31s", &pfn, &b, t) != 3 ||
-		    order > 20)
-			continue;
-		for (i = pfn; i < pfn + (1ULL << order); i++)
-			if (i >= zone_start && i < zone_end)
-				used[i - zone_start] = 1;
-		if (!strcmp(t, "HighAtomic") && b < (unsigned long long)nblocks && !ha[b]) {
-			ha[b] = 1;
-			n++;
-		}
+	for (b = 0; b < nblocks; b++) {
+		ha[b] = ha[b] == 'H';
+		n += ha[b];
 	}
-	close(fd);
 	return n;
 }
 
@@ -235,52 +213,13 @@ static void free_frames(const unsigned char *used, const char *ha, size_t *in, s
 	close(fd);
 }
 
-/* The child: @n pages bound to @color, each page's frame written to @out. */
-static void child(int color, size_t n, int out)
-{
-	char list[16], *p;
-	pagecolor_set_t set;
-	uint64_t pfn;
-	size_t i;
-
-	pc_write_file("/proc/self/oom_score_adj", "1000");
-	snprintf(list, sizeof(list), "%d", color);
-	set = pc_set(list);
-	p = mmap(NULL, n * pc_page_size, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p == MAP_FAILED || madvise(p, n * pc_page_size, MADV_NOHUGEPAGE) ||
-	    pagecolor_mbind(p, n * pc_page_size, COLOR_MODE_BIND, &set, 0))
-		_exit(20);
-	signal(SIGBUS, SIG_DFL);
-	for (i = 0; i < n; i++) {
-		p[i * pc_page_size] = 1;
-		if (pagecolor_pfn(p + i * pc_page_size, &pfn) ||
-		    write(out, &pfn, sizeof(pfn)) != sizeof(pfn))
-			_exit(21);
-	}
-	_exit(0);
-}
-
-/* Read a sysctl's text into @buf (left as it is when unreadable). */
-static void read_text(const char *path, char *buf, int len)
-{
-	FILE *f = fopen(path, "r");
-
-	if (f) {
-		if (!fgets(buf, len, f))
-			buf[0] = 0;
-		buf[strcspn(buf, "\n")] = 0;
-		fclose(f);
-	}
-}
-
 int main(void)
 {
 	static size_t in[PAGE_COLOR_MAX_COLORS], out[PAGE_COLOR_MAX_COLORS];
 	char min_free[32] = "", unevictable[32] = "1", proactive[32] = "20";
 	size_t want, got = 0, bad = 0, from_ha = 0, residue;
 	long long refill_blocks;
-	int fd[NPTY], npty = 0, owner, i, c, blocks0, blocks1;
+	int fd[NPTY], npty = 0, i, c, blocks0, blocks1;
 	long long bytes, ha_free0;
 	struct fill f1, f2;
 	struct pc_zone_info zi;
@@ -293,14 +232,12 @@ int main(void)
 
 	pc_init(PLAN);
 	mount("none", "/sys/kernel/debug", "debugfs", 0, NULL);
-	owner = open(PAGE_OWNER, O_RDONLY);
-	if (owner < 0 || pc_zone_info(ZONE, &zi)) {
+	if (access(PAGE_OWNER, R_OK) || pc_zone_info(ZONE, &zi)) {
 		for (i = 0; i < PLAN; i++)
 			tap_skip("%s: %s (boot with page_owner=on), or no zone %s", PAGE_OWNER,
 				 strerror(errno), ZONE);
 		return tap_finish();
 	}
-	close(owner);
 	pb_order = pc_order_of(pc_pageblock_pages());
 	block_order = pc_order_of(pc_nr_colors);
 	zone_start = zi.start_pfn;
@@ -312,9 +249,9 @@ int main(void)
 	pc_write_file("/proc/self/oom_score_adj", "-1000");
 	pc_wait_parked(1, 60000);
 	pc_settle();
-	read_text(MIN_FREE, min_free, sizeof(min_free));
-	read_text(UNEVICTABLE, unevictable, sizeof(unevictable));
-	read_text(PROACTIVE, proactive, sizeof(proactive));
+	pc_read_line(MIN_FREE, min_free, sizeof(min_free));
+	pc_read_line(UNEVICTABLE, unevictable, sizeof(unevictable));
+	pc_read_line(PROACTIVE, proactive, sizeof(proactive));
 	pc_write_file(PROACTIVE, "0");
 	pc_write_file(UNEVICTABLE, "0");
 
@@ -392,7 +329,8 @@ int main(void)
 	pid = fork();
 	if (pid == 0) {
 		close(pipefd[0]);
-		child(c, want, pipefd[1]);
+		pc_write_file("/proc/self/oom_score_adj", "1000");
+		pc_child_touch_pfns(c, want, pipefd[1]);
 	}
 	close(pipefd[1]);
 	while (pid > 0 && got < want && read(pipefd[0], &pfns[got], sizeof(*pfns)) == sizeof(*pfns))

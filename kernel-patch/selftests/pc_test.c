@@ -541,6 +541,18 @@ int pc_write_file(const char *path, const char *text)
 	return ok ? 0 : -1;
 }
 
+void pc_read_line(const char *path, char *buf, int len)
+{
+	FILE *f = fopen(path, "r");
+
+	if (f) {
+		if (!fgets(buf, len, f))
+			buf[0] = 0;
+		buf[strcspn(buf, "\n")] = 0;
+		fclose(f);
+	}
+}
+
 
 int pc_cgroup_make(const char *dir)
 {
@@ -724,6 +736,30 @@ char *pc_bound_pages(const char *list, size_t npages)
 	return p;
 }
 
+void pc_child_touch_pfns(int color, size_t npages, int out)
+{
+	char list[16], *p;
+	pagecolor_set_t set;
+	uint64_t pfn;
+	size_t i;
+
+	snprintf(list, sizeof(list), "%d", color);
+	set = pc_set(list);
+	p = mmap(NULL, npages * pc_page_size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED || madvise(p, npages * pc_page_size, MADV_NOHUGEPAGE) ||
+	    pagecolor_mbind(p, npages * pc_page_size, COLOR_MODE_BIND, &set, 0))
+		_exit(20);
+	signal(SIGBUS, SIG_DFL);
+	for (i = 0; i < npages; i++) {
+		p[i * pc_page_size] = 1;
+		if (pagecolor_pfn(p + i * pc_page_size, &pfn) ||
+		    write(out, &pfn, sizeof(pfn)) != sizeof(pfn))
+			_exit(21);
+	}
+	_exit(0);
+}
+
 unsigned long pc_pageblock_pages(void)
 {
 	FILE *f = fopen("/proc/pagetypeinfo", "r");
@@ -810,6 +846,38 @@ int pc_pagetype_blocks(const char *zone, const char *type)
 		break;
 	}
 	fclose(f);
+	return n;
+}
+
+long pc_owner_scan(uint64_t start, uint64_t end, unsigned char *used, char *types,
+		   size_t nblocks)
+{
+	int fd = open("/sys/kernel/debug/page_owner", O_RDONLY);
+	unsigned long long pfn, b, i;
+	unsigned int order;
+	char buf[4096], t[32], *s;
+	ssize_t len;
+	long n = 0;
+
+	memset(used, 0, end - start);
+	memset(types, 0, nblocks);
+	if (fd < 0)
+		return -1;
+	while ((len = read(fd, buf, sizeof(buf) - 1)) > 0) {
+		buf[len] = 0;
+		s = strstr(buf, "\nPFN ");
+		if (sscanf(buf, "Page allocated via order %u", &order) != 1 || !s ||
+		    sscanf(s, "\nPFN %llu type %*s Block %llu type %31s", &pfn, &b, t) != 3 ||
+		    order > 20)
+			continue;
+		n++;
+		for (i = pfn; i < pfn + (1ULL << order); i++)
+			if (i >= start && i < end)
+				used[i - start] = 1;
+		if (b < nblocks)
+			types[b] = t[0];
+	}
+	close(fd);
 	return n;
 }
 

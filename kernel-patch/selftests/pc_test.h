@@ -96,6 +96,16 @@ char *pc_bound_pages(const char *list, size_t npages);
 char *pc_child_bound_touch(const char *list, size_t npages, int fail);
 
 /*
+ * In a child process: map @npages private anonymous pages (no THP) bound
+ * to colour @color alone and touch them one by one, writing each page's
+ * frame number to @out (a uint64_t) once touched, so that the parent
+ * learns how far it got even when it is killed.  A fault that finds no
+ * page of the colour kills it (SIGBUS).  Exits 20 when the mapping or the
+ * policy cannot be made, 21 when a frame cannot be read or written, else 0.
+ */
+void pc_child_touch_pfns(int color, size_t npages, int out) __attribute__((noreturn));
+
+/*
  * The number after "@field:" in /proc/self/smaps for the VMA that starts at
  * @addr (e.g. "Swap" in kB, "THPeligible"); -1 when there is none.
  */
@@ -176,6 +186,8 @@ long long pc_read_range(int fd, long long off, long long bytes);
 
 /* Write text to a sysfs or procfs file: 0, or -1 with errno. */
 int pc_write_file(const char *path, const char *text);
+/* The first line of @path, newline cut, into @buf; left as it is when unreadable. */
+void pc_read_line(const char *path, char *buf, int len);
 
 #define PC_CGROOT	"/sys/fs/cgroup"
 /*
@@ -246,6 +258,19 @@ unsigned long pc_pageblock_pages(void);
 long long pc_pagetype_free(const char *zone, const char *type, int order);
 /* The pageblocks of migratetype @type in node 0's zone @zone, -1 on error. */
 int pc_pagetype_blocks(const char *zone, const char *type);
+/*
+ * One pass over page_owner (debugfs mounted, boot with page_owner=on),
+ * which prints every allocated page, boot-time ones too, and never a free
+ * one ("Page allocated via order N", then "PFN p type T Block b type T";
+ * read() returns one record a call).  Marks in @used, one byte per frame
+ * of [@start, @end), the frames an allocation holds; sets @types[b], for
+ * each pageblock b below @nblocks an allocated page lies in, to the first
+ * letter of its type ('U'nmovable, 'M'ovable, 'R'eclaimable, 'H'ighAtomic,
+ * 'C'MA, 'I'solate; 0 where none does).  The records read, or -1 with
+ * errno when page_owner cannot be opened.
+ */
+long pc_owner_scan(uint64_t start, uint64_t end, unsigned char *used, char *types,
+		   size_t nblocks);
 
 /* Node 0's zone from /proc/zoneinfo, in pages. */
 struct pc_zone_info {
