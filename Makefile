@@ -72,6 +72,7 @@ bench-sim: deps
 	benchmarks/llcsim/run.sh pg-fig6
 	benchmarks/llcsim/run.sh pg-compare
 	LLC_SIZE=2M MAP_RATIOS=1,2 MAP_CORUNNERS=scan,hj,stream MAP_MECHS=stock,colors,placement MAP_PROBE_MIN=0 PG_REPS=2 benchmarks/llcsim/run.sh pg-map
+	LLC_SIZE=1M MAP_RATIOS=1,2 MAP_CORUNNERS=scan,hj,stream MAP_MECHS=stock,colors,placement MAP_PROBE_MIN=0 PG_REPS=2 benchmarks/llcsim/run.sh pg-map
 	LLC_SIZE=1M benchmarks/llcsim/run.sh pg-compare
 
 # In the patched kernel's guest: fault throughput and memory pressure

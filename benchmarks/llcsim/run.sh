@@ -189,9 +189,18 @@ log() { echo "llcsim: $*" >&2; }
 # envs VAR...: "VAR=value " for each set, and for KERNEL_BUILD and NO_GUARD
 # (a page's command line)
 envs() {
-	local v
+	local v val
 	for v in "$@" KERNEL_BUILD NO_GUARD; do
-		[ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"
+		val=${!v:-}
+		[ -n "$val" ] || continue
+		# %q only where a shell needs quoting: bash 5.2's %q escapes
+		# commas too, and the command would no longer read as the
+		# Makefile's line
+		if [[ $val =~ ^[A-Za-z0-9_.,:/+=@%-]+$ ]]; then
+			printf '%s=%s ' "$v" "$val"
+		else
+			printf '%s=%q ' "$v" "$val"
+		fi
 	done
 }
 
