@@ -173,11 +173,10 @@ static size_t give_back(char *p, const unsigned char *fate, size_t n, int which)
 	return pages;
 }
 
-/* Free blocks of exactly @order in ZONE's movable pageblocks. */
-static long long movable_blocks(int order)
+/* Free blocks of exactly @order in ZONE's pageblocks of migratetype @type. */
+static long long free_blocks_of_order(const char *type, int order)
 {
-	return pc_pagetype_free(ZONE, "Movable", order) -
-	       2 * pc_pagetype_free(ZONE, "Movable", order + 1);
+	return pc_pagetype_free(ZONE, type, order) - 2 * pc_pagetype_free(ZONE, type, order + 1);
 }
 
 int main(void)
@@ -227,8 +226,7 @@ int main(void)
 	pc_write_file(UNEVICTABLE, "0");
 	pc_write_file(DROP_CACHES, "3");
 
-	/* 1. and 2. */
-	/* everything the steps after the fill use, touched before it */
+	/* 1. and 2.; everything the steps after the fill use touched before it */
 	max_pages = (size_t)pc_meminfo_kb("MemTotal") * 1024 / pc_page_size;
 	pfns = calloc(max_pages, sizeof(*pfns));
 	fate = calloc(max_pages, 1);
@@ -243,8 +241,7 @@ int main(void)
 	memset(types, 1, nblocks);
 	tables = make_tables();
 	tap_diag("page tables made: %lld single free pages in unmovable pageblocks",
-		 pc_pagetype_free(ZONE, "Unmovable", 0) -
-		 2 * pc_pagetype_free(ZONE, "Unmovable", 1));
+		 free_blocks_of_order("Unmovable", 0));
 	p = fill(&touched, max_pages);
 	memset(fate, KEEP, max_pages);
 	if (!tables || !p || pagecolor_pfns(p, touched, pfns) ||
@@ -319,7 +316,7 @@ int main(void)
 		int at = 0;
 
 		for (k = 0; k < 9; k++) {
-			n = movable_blocks(k);
+			n = free_blocks_of_order("Movable", k);
 			budget += n < LIST_SCAN ? n : LIST_SCAN;
 			at += snprintf(line + at, sizeof(line) - at, " %lld", n);
 		}
