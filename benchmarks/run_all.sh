@@ -36,6 +36,10 @@ bench calibrate_host --db plq --runs 3
 # the commands of the pages in docs/results, with 5 repetitions where they had fewer
 bench fig4 --db plq --rounds 5
 bench native_study --db ssb --rounds 16
+# the same study under the name of the second host's page (Intel Xeon,
+# 2026-11-28; native-study.md is the AMD EPYC's, which llcsim's validation
+# reads): on one machine both pages are that machine's
+bench native_study --db ssb --rounds 16 --name native-study-xeon
 bench fig6 --db ssb --reps 5 --plq 1,5,12,25 --name fig6-co-scheduling-sf1
 bench sec73 --db plq --reps 5
 bench sec73 --db plq --reps 5 --cost-slack 1.25 --name sec7.3-plan-selection-slack1.25
