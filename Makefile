@@ -74,6 +74,8 @@ bench-sim: deps
 	LLC_SIZE=2M MAP_RATIOS=1,2 MAP_CORUNNERS=scan,hj,stream MAP_MECHS=stock,colors,placement MAP_PROBE_MIN=0 PG_REPS=2 benchmarks/llcsim/run.sh pg-map
 	LLC_SIZE=1M MAP_RATIOS=1,2 MAP_CORUNNERS=scan,hj,stream MAP_MECHS=stock,colors,placement MAP_PROBE_MIN=0 PG_REPS=2 benchmarks/llcsim/run.sh pg-map
 	LLC_SIZE=1M benchmarks/llcsim/run.sh pg-compare
+	TIMING=calibrated TABLE2_REPS=3 benchmarks/llcsim/run.sh table2
+	TIMING=calibrated benchmarks/llcsim/run.sh pg-fig6
 
 # In the patched kernel's guest: fault throughput and memory pressure
 # (kernel-patch/Makefile bench), and the full stack on the test box.

@@ -121,7 +121,8 @@
 #   2 MiB pages, a page walk whose leaf entry goes through the caches
 #   (plugin/tlb.h; fitted by calibrate-tlb); with DTLB set, the mlp loops
 #   run on transparent huge pages (/thp), as natively
-#   TIMING (legacy; mlp, pg-validate, calibrate-tlb, window, cpi-dyn: calibrated): calibrated = CPI, CPI_DYN, ROB, MSHR,
+#   TIMING (legacy; mlp, pg-validate, pg-map, calibrate-tlb, window, cpi-dyn, share: calibrated;
+#   table2, pg-fig6 and pg-compare with TIMING=calibrated write a page of their own, *-calibrated.md): calibrated = CPI, CPI_DYN, ROB, MSHR,
 #   PF, PF_XLAT, PF_FILL, LAT_SEQ, LAT_L2, LAT_LLC, LLC_REPL, LLC_SIZE, LLC_WAYS, BW_PEAK, BW_UMAX and the TLB's from calibration/profile.env
 #   (run.sh calibrate's, calibrate-bw's and calibrate-tlb's fits) for those not
 #   set, and ROB_MLP/ROB_PG = its ROB; legacy = the defaults above, the timing
@@ -165,6 +166,12 @@ legacy)
 	fi
 	;;
 *) echo "run.sh: TIMING is calibrated or legacy" >&2; exit 2 ;;
+esac
+# table2, pg-fig6 and pg-compare with the calibrated timing (issue 28 item
+# 3's re-runs) write pages of their own beside the legacy ones
+cal_page=
+case ${1:-} in
+table2 | pg-fig6 | pg-compare) [ "$TIMING" = legacy ] || cal_page=-calibrated ;;
 esac
 
 LLC_SIZE=${LLC_SIZE:-2M} LLC_WAYS=${LLC_WAYS:-16}
@@ -407,7 +414,9 @@ do_table2() {
 	default) ml="hash/$n_ml/$probes"; out=llcsim-table2-default-alloc.md ;;
 	disjoint) out=llcsim-table2-disjoint.md ;;
 	esac
-	[ "$ROB" = 0 ] || out=${out%.md}-mlp.md	# the overlap model: a page of its own
+	if [ -n "$cal_page" ]; then out=${out%.md}$cal_page.md
+	elif [ "$ROB" != 0 ]; then out=${out%.md}-mlp.md	# the overlap model: a page of its own
+	fi
 	# TABLE2_REPS repetitions in one boot; repetition r uses tags
 	# 300 + 40 r ..., its runs in an order of their own (shuf seeded by r).
 	local list="" reps=${TABLE2_REPS:-3} r tag k c rep ml_alone=$ml
@@ -437,7 +446,7 @@ do_table2() {
 	mkdir -p "$results"
 	"$py" "$here/scripts/analyze.py" table2 --serial "$serial" --sim "$simout" \
 		--boot-rc "$rc" --secs "$secs" --llc-kib "$kib" --out "$results/$out" \
-		--cmd "${TABLE2_VARIANT:+TABLE2_VARIANT=$TABLE2_VARIANT }${TABLE2_REPS:+TABLE2_REPS=$TABLE2_REPS }$([ "$ROB" = 0 ] || echo "ROB=$ROB ")benchmarks/llcsim/run.sh table2${2:+ $2}"
+		--cmd "${cal_page:+TIMING=calibrated }${TABLE2_VARIANT:+TABLE2_VARIANT=$TABLE2_VARIANT }${TABLE2_REPS:+TABLE2_REPS=$TABLE2_REPS }$([ "$ROB" = 0 ] || [ -n "$cal_page" ] || echo "ROB=$ROB ")benchmarks/llcsim/run.sh table2${2:+ $2}"
 }
 
 # pg_run NAME MODE REPORT LIST [analyze.py args]: the test box image
@@ -478,6 +487,7 @@ do_pg_compare() {
 	local reps=${PG_REPS:-3} page=llcsim-compare.md llc=
 	[ $QUICK = 1 ] && reps=1
 	[ "$LLC_SIZE" = 2M ] || { llc="LLC_SIZE=$LLC_SIZE "; page=llcsim-compare-llc$(echo "$LLC_SIZE" | tr A-Z a-z).md; }
+	page=${page%.md}$cal_page.md llc=${cal_page:+TIMING=calibrated }$llc
 	SMP=$DOMAINS_SMP LLC_DOMAINS=2 pg_run pg-compare pgcompare "$page" \
 		"compare:${PG_HASH:-25,20}:${PG_INDEX:-12,8}:$reps:$(llc_kib)" --smp "$DOMAINS_SMP" --llc-domains 2 \
 		--cmd "$llc${PG_HASH:+PG_HASH=$PG_HASH }${PG_INDEX:+PG_INDEX=$PG_INDEX }${PG_REPS:+PG_REPS=$PG_REPS }benchmarks/llcsim/run.sh pg-compare${2:+ $2}"
@@ -487,8 +497,8 @@ do_pg_compare() {
 do_pg_fig6() {
 	local reps=${PG_REPS:-3}
 	[ $QUICK = 1 ] && reps=1
-	pg_run pg-fig6 pgfig6 llcsim-fig6-plq.md "corun:${PG_HASH:-25,20}:${PG_INDEX:-12,8}:$reps" \
-		--cmd "${PG_HASH:+PG_HASH=$PG_HASH }${PG_INDEX:+PG_INDEX=$PG_INDEX }${PG_REPS:+PG_REPS=$PG_REPS }benchmarks/llcsim/run.sh pg-fig6${2:+ $2}"
+	pg_run pg-fig6 pgfig6 "llcsim-fig6-plq$cal_page.md" "corun:${PG_HASH:-25,20}:${PG_INDEX:-12,8}:$reps" \
+		--cmd "${cal_page:+TIMING=calibrated }${PG_HASH:+PG_HASH=$PG_HASH }${PG_INDEX:+PG_INDEX=$PG_INDEX }${PG_REPS:+PG_REPS=$PG_REPS }benchmarks/llcsim/run.sh pg-fig6${2:+ $2}"
 }
 
 # The calibrated timing against the native study's curve, without

@@ -125,6 +125,24 @@ def guard_lines(args):
         return '- **No quiet-machine guard record for this guest run.**'
 
 
+def kernel_colors(d):
+    """The guest kernel's page colours: its page_colors= on the serial
+    cmdline (None when the log does not say)."""
+    cmdline = next((r for r in d['results'] if 'cmdline' in r), '')
+    m = re.search(r'page_colors=(\d+)', cmdline)
+    return int(m.group(1)) if m else None
+
+
+def colours_check(d):
+    """(ok, what): the guest kernel colours pages as the plugin's LLC does.
+    With more kernel colours than the LLC has, colours c and c + LLC's
+    alias one slice of sets, and a partition of the kernel's no longer
+    divides the cache."""
+    k, c = kernel_colors(d), d['config'].get('colors')
+    return (k is not None and str(k) == str(c),
+            f'the guest kernel\'s page colours are the LLC\'s (page_colors={k}, the LLC {c})')
+
+
 def machine(args, d):
     cpu = sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2").strip()
     q = sh('qemu-system-x86_64 --version | head -1')
@@ -137,7 +155,7 @@ def machine(args, d):
         guard_lines(args),
         f'- {q}, `-accel tcg` (MTTCG: one host thread per vCPU), `-cpu qemu64,l3-cache=on -smp {args.smp} '
         f'-m {args.mem}`; guest: patched Linux 6.1 (kernel-patch series, test.config + CONFIG_ACPI) '
-        f'booted with `page_colors=32`.',
+        f'booted with `page_colors={kernel_colors(d)}`.',
         f'- Guest serial: `{cmdline.replace("=== PCTEST ", "")}`; `{cpus.replace("=== PCTEST ", "")}`',
         f'- Plugin: L1d {int(c.get("l1", "0/0").split("/")[0]) >> 10} KiB '
         f'{c.get("l1", "0/0").split("/")[1]}-way, L2 {int(c.get("l2", "0/0").split("/")[0]) >> 10} KiB '
@@ -510,9 +528,14 @@ def table2(args, d):
          '- Colour policies: PREFERRED mode (strict BIND can hit the kernel\'s premature SIGBUS, '
          'kernel-patch/TESTING.md finding 2); the last table columns show where pages actually went.', '',
          '## Model assumptions', '',
-         '- Data accesses only (no instruction fetches), physically indexed LRU caches, write-allocate, no '
-         'write-backs, no coherence traffic, no hardware prefetching into the caches (a prefetched stream is '
-         'only charged less time: lat_seq), no TLB or page-walk cost, no memory bandwidth contention.',
+         '- Data accesses only (no instruction fetches), physically indexed caches (replacement as above), '
+         'write-allocate, no write-backs, no coherence traffic, ' + ', '.join(
+             ['the stride prefetcher above' if int(d['config'].get('pf', 0) or 0) else
+              'no hardware prefetching into the caches (a prefetched stream is only charged less time: lat_seq)',
+              'the data TLBs above' if str(d['config'].get('dtlb', '0')).split('/')[0] not in ('', '0') else
+              'no TLB or page-walk cost',
+              'memory bandwidth contention as above' if float(d['config'].get('bw_peak', 0) or 0) else
+              'no memory bandwidth contention']) + '.',
          ('- Timing with the overlap model (independent misses within the instruction window overlap; '
           '[llcsim-mlp](llcsim-mlp.md)); ' if int(d['config'].get('rob', 0) or 0) else
           '- Timing is additive (no overlap of misses except the lat_seq discount for streams); ') +
