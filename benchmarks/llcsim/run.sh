@@ -87,7 +87,7 @@
 #   L1_SIZE (32K) L1_WAYS (8) REPL (lru: lru, random, srrip or pacman:
 #   SRRIP with prefetch fills at distant) LLC_REPL (= REPL: the LLC's; also pacman:F,
 #   that fraction of prefetch fills inserted as SRRIP's, and pacman:F:D, every
-#   D-th fill into a set ageing its lines) COLORS (32, kernel page_colors=)
+#   D-th fill into a set ageing its lines) COLORS (kernel page_colors=; the LLC's colours, LLC_SIZE / LLC_WAYS / 4 KiB: 32)
 #   MEM (1024 MiB) BOOT_TIMEOUT (s) JOBS (2) TABLE2_REPS (3)
 #   SYNC (10000: modeled-time quantum in cycles between the vCPUs, 0 = off)
 #   PG_TPCH (0.05) PG_QUERIES (q01,q03,q05,q06,q08,q09,q18,q20,q21)
@@ -177,7 +177,7 @@ esac
 LLC_SIZE=${LLC_SIZE:-2M} LLC_WAYS=${LLC_WAYS:-16}
 L2_SIZE=${L2_SIZE:-256K} L2_WAYS=${L2_WAYS:-8}
 L1_SIZE=${L1_SIZE:-32K} L1_WAYS=${L1_WAYS:-8}
-REPL=${REPL:-lru} LLC_REPL=${LLC_REPL:-$REPL} COLORS=${COLORS:-32} MEM=${MEM:-1024}
+REPL=${REPL:-lru} LLC_REPL=${LLC_REPL:-$REPL} MEM=${MEM:-1024}
 SYNC=${SYNC:-10000} LAT_SEQ=${LAT_SEQ:-20} LAT_L2=${LAT_L2:-12} LAT_LLC=${LAT_LLC:-40}
 ROB=${ROB:-0} MSHR=${MSHR:-24} CPI=${CPI:-1} CPI_DYN=${CPI_DYN:-$CPI}
 PF=${PF:-0} PF_XLAT=${PF_XLAT:-16}
@@ -226,6 +226,10 @@ m = {'K': 1, 'M': 1024, 'G': 1 << 20}
 print(int(s[:-1]) * m[s[-1]] if s[-1] in m else int(s) // 1024)
 EOF
 }
+# the guest kernel's page colours are the LLC's (a domain's): more would
+# give two kernel colours one slice of sets, and a partition of them would
+# not divide the cache
+COLORS=${COLORS:-$(($(llc_kib) / LLC_WAYS / 4))}
 
 do_build() {
 	make -s -C "$here/plugin"

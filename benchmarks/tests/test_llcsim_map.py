@@ -10,12 +10,12 @@ sys.path.insert(0, str(LLCSIM / "scripts"))
 import pgmap  # noqa: E402
 
 
-def write_map_logs(tmp, cells, reps=2, drop_tag=None, extra=()):
+def write_map_logs(tmp, cells, reps=2, drop_tag=None, extra=(), llc_colors=32):
     """cells: (rows, mech, corunner) -> slowdown over stock alone (10M
     cycles a query), each repetition the same; stock alone added per size.
     Returns analyze.py pgmap's process and the page."""
     ser = ["=== PCTEST cmdline: page_colors=32", "=== PCTEST cpus: 4", "ok 1 - server (stock)"]
-    sim = ["config colors=32 line=64 cpi=0.4 rob=224 mshr=14 pf=16 pf_xlat=16 llc=2097152/16"]
+    sim = [f"config colors={llc_colors} line=64 cpi=0.4 rob=224 mshr=14 pf=16 pf_xlat=16 llc=2097152/16"]
     sizes = sorted({r for r, _, _ in cells})
     tag = 1
     for rep in range(1, reps + 1):
@@ -71,6 +71,18 @@ def test_map_a_missing_query_fails(tmp_path):
     p, page = write_map_logs(tmp_path, {(9830, "stock", "scan"): 1.05}, drop_tag=2)
     assert p.returncode == 1
     assert "not ok - every measured query has its counters (1 without)" in p.stdout
+
+
+def test_map_kernel_colours_other_than_the_llcs_fail(tmp_path):
+    """A guest kernel with 32 colours over an LLC of 16 (LLC_SIZE=1M before
+    run.sh derived page_colors from it) folds colours c and c + 16 onto one
+    slice of sets: its colour cells do not partition the cache."""
+    p, page = write_map_logs(tmp_path, {(9830, "stock", "scan"): 1.05}, llc_colors=16)
+    assert p.returncode == 1
+    assert "not ok - the guest kernel's page colours are the LLC's (page_colors=32, the LLC 16)" in p.stdout
+    p, page = write_map_logs(tmp_path, {(9830, "stock", "scan"): 1.05})
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "- PASS: the guest kernel's page colours are the LLC's (page_colors=32, the LLC 32)" in page
 
 
 def test_map_page_sets_the_native_study_beside_each_stock_cell(tmp_path):

@@ -13,7 +13,7 @@ arrangements, within each repetition.
 """
 import os
 
-from analyze import guest_tap, machine, plt_mod, total
+from analyze import colours_check, guest_tap, machine, plt_mod, total
 from mccdb_bench.harness.report import write_page
 from mccdb_bench.harness.stats import summarize
 
@@ -207,11 +207,12 @@ def pgcompare(args, d):
     fig.savefig(png, dpi=110)
     L += ['', f'![comparison]({os.path.basename(png)})', '']
     n_ok, n_bad = guest_tap(d)
-    ok = args.boot_rc == 0 and not missing and reps and not n_bad
+    colours_ok, colours = colours_check(d)
+    ok = args.boot_rc == 0 and not missing and reps and not n_bad and colours_ok
     L += [f'Guest TAP: {n_ok} ok, {n_bad} not ok (every phase ended without error; every query returned in '
           'every configuration the rows it returned alone; the gate saw two domains, put the hash joins in '
           'different ones and bound each backend to its domain\'s CPUs); phases without counters: '
-          f'{missing}.', '']
+          f'{missing}; {"" if colours_ok else "not: "}{colours}.', '']
     write_page(args.out, '\n'.join(L) + '\n')
     print(f'{"ok" if ok else "not ok"} - pg-compare: {len(reps)} repetition(s), {n_bad} guest failures, '
           f'boot-test exit {args.boot_rc}')
