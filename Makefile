@@ -51,7 +51,7 @@ bench-native: deps
 # and the LLC a stream leaves a resident chase (share),
 # Table 2 in its three variants and with the overlap model, Figures 2 and
 # 6, and placement vs colouring vs resctrl with PostgreSQL, and the map of
-# where each mechanism pays (pg-map; one geometry so far).
+# where each mechanism pays (pg-map at LLCs of 0.5, 1, 2 and 4 MiB).
 # Each line is the command its page names (benchmarks/tests checks it).
 bench-sim: deps
 	benchmarks/llcsim/run.sh validate
@@ -73,6 +73,8 @@ bench-sim: deps
 	benchmarks/llcsim/run.sh pg-compare
 	LLC_SIZE=2M MAP_RATIOS=1,2 MAP_CORUNNERS=scan,hj,stream MAP_MECHS=stock,colors,placement MAP_PROBE_MIN=0 PG_REPS=2 benchmarks/llcsim/run.sh pg-map
 	LLC_SIZE=1M MAP_RATIOS=1,2 MAP_CORUNNERS=scan,hj,stream MAP_MECHS=stock,colors,placement MAP_PROBE_MIN=0 PG_REPS=2 benchmarks/llcsim/run.sh pg-map
+	LLC_SIZE=512K MAP_RATIOS=0.5,1,2 MAP_CORUNNERS=scan,hj,ij,stream MAP_MECHS=stock,colors,resctrl,placement MAP_PROBE_MIN=0 PG_REPS=2 benchmarks/llcsim/run.sh pg-map
+	LLC_SIZE=4M MAP_RATIOS=1 MAP_CORUNNERS=scan,hj,stream MAP_MECHS=stock,colors,placement MAP_PROBE_MIN=0 PG_REPS=2 benchmarks/llcsim/run.sh pg-map
 	LLC_SIZE=1M benchmarks/llcsim/run.sh pg-compare
 	TIMING=calibrated TABLE2_REPS=3 benchmarks/llcsim/run.sh table2
 	TIMING=calibrated benchmarks/llcsim/run.sh pg-fig6

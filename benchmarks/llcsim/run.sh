@@ -552,7 +552,10 @@ rows = [rows_for(int(r * kib * 1024)) for r in ratios]
 print(','.join(map(str, rows)), probe_rows_for(rows, minimum=int(sys.argv[3])), 4 * kib * 1024 // 36, 4 * kib * 1024 // 56)
 EOF
 )
-	SMP=$DOMAINS_SMP LLC_DOMAINS=2 pg_run pg-map pgmap "llcsim-map-llc$(echo "$LLC_SIZE" | tr A-Z a-z).md" \
+	local geo
+	geo=llc$(echo "$LLC_SIZE" | tr A-Z a-z)
+	# logs named by the geometry: the next size's run does not overwrite them
+	SMP=$DOMAINS_SMP LLC_DOMAINS=2 pg_run "pg-map-$geo" pgmap "llcsim-map-$geo.md" \
 		"hjmap:$rows:$probe:$scan:$big:$reps:$co:$mechs:$(llc_kib):${PGV_STREAM_MIB:-256}" \
 		--smp "$DOMAINS_SMP" --llc-domains 2 \
 		--native-study "$results/native-study.md" --scale $(($(share_kib) / $(llc_kib))) \

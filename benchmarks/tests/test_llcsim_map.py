@@ -67,6 +67,26 @@ def test_map_page_gives_slowdowns_and_what_each_mechanism_wins_back(tmp_path):
     assert "- PASS: every measured query has its counters (0 without)" in page
 
 
+def test_map_page_sets_mls_against_the_same_hash_join(tmp_path):
+    """MLS pairs the hash join with a weak plan instead of another hash join: its rows are the cells beside
+    the scan and the index join, won back against the stock cost beside the same hash join; none at a size
+    whose same-size pair costs under 15%, and no section without a hash join co-runner."""
+    cells = {(78643, "stock", "hj"): 1.50, (78643, "colors", "hj"): 1.60,
+             (78643, "stock", "scan"): 1.10, (78643, "colors", "scan"): 1.05, (78643, "stock", "ij"): 1.20,
+             (9830, "stock", "hj"): 1.10, (9830, "stock", "scan"): 1.02}
+    p, page = write_map_logs(tmp_path, cells)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "## MLS: a weak partner instead of the same hash join" in page
+    assert "| hash table MB | / LLC | weak partner | stock beside the same hash join | MLS | MLS + colors | " \
+           "MLS wins back | MLS + colors wins back |" in page
+    assert "| 4.00 | 2 | seq scan | 1.50x (1.50-1.50) | 1.10x (1.10-1.10) | 1.05x (1.05-1.05) | 80% | 90% |" in page
+    assert "| 4.00 | 2 | index nested loop join | 1.50x (1.50-1.50) | 1.20x (1.20-1.20) | - | 60% | - |" in page
+    assert "| 0.50 | 0.25 | seq scan | 1.10x (1.10-1.10) | 1.02x (1.02-1.02) | - | - | - |" in page
+    p, page = write_map_logs(tmp_path, {(9830, "stock", "scan"): 1.05})
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "MLS" not in page
+
+
 def test_map_a_missing_query_fails(tmp_path):
     p, page = write_map_logs(tmp_path, {(9830, "stock", "scan"): 1.05}, drop_tag=2)
     assert p.returncode == 1

@@ -8,6 +8,12 @@ same size and repetition, median (min-max) over the repetitions.  What a
 mechanism wins back of a co-runner's cost at a size: (S_stock - S_mech) /
 (S_stock - 1), S the median slowdowns, given where the stock slowdown is
 at least COSTLY (below it there is nothing to win back worth a mechanism).
+
+MLS is a choice of co-runner, not a mechanism a pair runs under: it gives
+a hash join a weak plan (a seq scan, an index join) to run beside instead
+of another hash join.  Its cells are the ones beside the weak co-runner,
+and what it wins back is measured against the stock cost beside the same
+hash join.
 """
 from analyze import colours_check, guest_tap, machine, plt_mod, total
 from mccdb_bench.harness.report import md_table, write_page
@@ -16,6 +22,7 @@ from mccdb_bench.harness.stats import summarize
 COSTLY = 1.15           # issue 28's regime: conflicts cost 15% or more
 MECHS = ('stock', 'colors', 'resctrl', 'placement')
 CORUNNERS = ('stream', 'scan', 'hj', 'ij')
+WEAK = ('scan', 'ij')     # the weak plans MLS pairs a hash join with
 CORUNNER_NAMES = {'stream': 'C stream', 'scan': 'seq scan', 'hj': 'hash join (same size)',
                   'ij': 'index nested loop join'}
 
@@ -78,6 +85,23 @@ def won_back(stock, mech):
     if stock is None or mech is None or stock.median < COSTLY:
         return None
     return (stock.median - mech.median) / (stock.median - 1)
+
+
+def mls_table(rows, sizes, mechs, llc_mb):
+    """MLS's rows: per size and weak co-runner, each mechanism's cell beside
+    it and what it wins back of the stock cost beside the same hash join;
+    [] where either is missing."""
+    table = []
+    for r, (mb, s) in zip(rows, sizes):
+        same = s.get(('stock', 'hj'))
+        for k in WEAK:
+            if same is None or ('stock', k) not in s:
+                continue
+            cells = [s[(m, k)].fmt(2, 'x') if (m, k) in s else '-' for m in mechs]
+            wins = [won_back(same, s.get((m, k))) for m in mechs]
+            table.append([f'{mb:.2f}', f'{mb / llc_mb:.2g}', CORUNNER_NAMES[k], same.fmt(2, 'x')] + cells
+                         + [f'{100 * w:.0f}%' if w is not None else '-' for w in wins])
+    return table
 
 
 def heat(sizes, mechs, corunners, llc_mb, out):
@@ -159,6 +183,16 @@ def pgmap(args, d):
             table.append([f'{mb:.2f}', f'{mb / llc_mb:.2g}', CORUNNER_NAMES[k]] + cells
                          + [f'{100 * w:.0f}%' if w is not None else '-' for w in wins])
     L += ['', f'## Slowdowns (LLC {llc_mb:g} MiB a domain)', '', md_table(head, table).rstrip('\n')]
+    mls = mls_table(rows, sizes, mechs, llc_mb)
+    if mls:
+        names = ['MLS' if m == 'stock' else f'MLS + {m}' for m in mechs]
+        L += ['', '## MLS: a weak partner instead of the same hash join', '',
+              'MLS gives a hash join a weak plan to run beside, not another hash join: its cells are the ones '
+              'beside the weak co-runner under each mechanism, and what it wins back is measured against the '
+              'stock slowdown beside the same hash join, where that is '
+              f'{COSTLY:.2f}x or more.', '',
+              md_table(['hash table MB', '/ LLC', 'weak partner', 'stock beside the same hash join'] + names
+                       + [f'{n} wins back' for n in names], mls).rstrip('\n')]
     if curve:
         L += ['', f'Native stock: the native study ([native-study](native-study.md), {curve["date"]}, '
               f'{curve["rounds"]} pairs a size, `{curve["command"]}`; {curve["machine"]}) at {float(args.scale):g}x '
