@@ -87,12 +87,12 @@ def won_back(stock, mech):
     return (stock.median - mech.median) / (stock.median - 1)
 
 
-def mls_table(rows, sizes, mechs, llc_mb):
+def mls_table(sizes, mechs, llc_mb):
     """MLS's rows: per size and weak co-runner, each mechanism's cell beside
     it and what it wins back of the stock cost beside the same hash join;
     [] where either is missing."""
     table = []
-    for r, (mb, s) in zip(rows, sizes):
+    for mb, s in sizes:
         same = s.get(('stock', 'hj'))
         for k in WEAK:
             if same is None or ('stock', k) not in s:
@@ -183,7 +183,7 @@ def pgmap(args, d):
             table.append([f'{mb:.2f}', f'{mb / llc_mb:.2g}', CORUNNER_NAMES[k]] + cells
                          + [f'{100 * w:.0f}%' if w is not None else '-' for w in wins])
     L += ['', f'## Slowdowns (LLC {llc_mb:g} MiB a domain)', '', md_table(head, table).rstrip('\n')]
-    mls = mls_table(rows, sizes, mechs, llc_mb)
+    mls = mls_table(sizes, mechs, llc_mb)
     if mls:
         names = ['MLS' if m == 'stock' else f'MLS + {m}' for m in mechs]
         L += ['', '## MLS: a weak partner instead of the same hash join', '',
