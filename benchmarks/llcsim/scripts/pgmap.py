@@ -87,6 +87,16 @@ def won_back(stock, mech):
     return (stock.median - mech.median) / (stock.median - 1)
 
 
+def fmt_cell(s, key):
+    """A cell of the page's tables: its slowdown, '-' where it was not run."""
+    return s[key].fmt(2, 'x') if key in s else '-'
+
+
+def fmt_won(w):
+    """A share won back, '-' where there is nothing worth winning back."""
+    return f'{100 * w:.0f}%' if w is not None else '-'
+
+
 def mls_table(sizes, mechs, llc_mb):
     """MLS's rows: per size and weak co-runner, each mechanism's cell beside
     it and what it wins back of the stock cost beside the same hash join;
@@ -97,10 +107,10 @@ def mls_table(sizes, mechs, llc_mb):
         for k in WEAK:
             if same is None or ('stock', k) not in s:
                 continue
-            cells = [s[(m, k)].fmt(2, 'x') if (m, k) in s else '-' for m in mechs]
+            cells = [fmt_cell(s, (m, k)) for m in mechs]
             wins = [won_back(same, s.get((m, k))) for m in mechs]
             table.append([f'{mb:.2f}', f'{mb / llc_mb:.2g}', CORUNNER_NAMES[k], same.fmt(2, 'x')] + cells
-                         + [f'{100 * w:.0f}%' if w is not None else '-' for w in wins])
+                         + [fmt_won(w) for w in wins])
     return table
 
 
@@ -121,7 +131,7 @@ def heat(sizes, mechs, corunners, llc_mb, out):
                 else:
                     w = won_back(st, m)
                     v = w if w is not None else float('nan')
-                    trow.append(f'{100 * w:.0f}%' if w is not None else '-')
+                    trow.append(fmt_won(w))
                 row.append(v)
             grid.append(row)
             text.append(trow)
@@ -176,12 +186,12 @@ def pgmap(args, d):
     table = []
     for r, (mb, s) in zip(rows, sizes):
         for k in corunners:
-            cells = [s[(m, k)].fmt(2, 'x') if (m, k) in s else '-' for m in mechs]
+            cells = [fmt_cell(s, (m, k)) for m in mechs]
             if curve:
                 cells.append(fmt_native(native[r]['beside'].get(k) if r in native else None))
             wins = [won_back(s.get(('stock', k)), s.get((m, k))) for m in mechs if m != 'stock']
             table.append([f'{mb:.2f}', f'{mb / llc_mb:.2g}', CORUNNER_NAMES[k]] + cells
-                         + [f'{100 * w:.0f}%' if w is not None else '-' for w in wins])
+                         + [fmt_won(w) for w in wins])
     L += ['', f'## Slowdowns (LLC {llc_mb:g} MiB a domain)', '', md_table(head, table).rstrip('\n')]
     mls = mls_table(sizes, mechs, llc_mb)
     if mls:
