@@ -1,5 +1,6 @@
 """The native study's pure functions: hash table sizes, bootstrap intervals,
 resolution, the probe slope, where a cost climbs (no server, no timing)."""
+import math
 import shutil
 import signal
 import statistics
@@ -222,3 +223,103 @@ def test_verdict_gives_the_one_l3_cells():
               {"size": 16, "probe": S(50, 48, 52, 5), "probe_s": S(51, 49, 53, 5), "chase": 10.0}]
     text = ns.verdict([1, 16], rows, decomp)
     assert "With both vCPUs in one L3 (9 pairs): resolved at 1 MB (1.30x); largest median 1.30x at 1 MB." in text
+
+
+# --- what a cell can detect (issue 52) ------------------------------------------
+
+def test_log_se_reads_the_interval_as_normal_on_the_log_scale():
+    assert ns.log_se(1.0, 1.0) == 0
+    assert ns.log_se(0.9, 1.1) == pytest.approx(math.log(1.1 / 0.9) / 3.919928, rel=1e-6)
+    with pytest.raises(ValueError):
+        ns.log_se(1.2, 1.1)
+
+
+def test_detectable_is_the_ratio_resolved_80_percent_of_the_time():
+    lo, hi, res = 0.95, 1.20, 0.05
+    r80 = ns.detectable(lo, hi, res)
+    se = ns.log_se(lo, hi)
+    assert r80 == pytest.approx(math.exp(math.log(1.05) + (1.959964 + 0.841621) * se))
+    assert ns.power_at(r80, lo, hi, res) == pytest.approx(0.80, abs=1e-6)
+    # a wider interval needs a larger effect; more power needs a larger effect
+    assert ns.detectable(0.90, 1.30, res) > r80 and ns.detectable(lo, hi, res, power=0.9) > r80
+    # a true ratio at 1 + res is resolved only 2.5% of the time
+    assert ns.power_at(1.05, lo, hi, res) == pytest.approx(0.025, abs=1e-3)
+
+
+def test_a_wide_cell_resolves_a_true_15_percent_seldom():
+    # the Xeon's 4 MB cell beside the same hash join: 1.21 (0.88-1.43), +-3.9%
+    assert ns.power_at(1.15, 0.88, 1.43, 0.039) < 0.2
+    assert ns.detectable(0.88, 1.43, 0.039) > 1.4
+
+
+def test_excludes_needs_the_interval_below_1_15():
+    assert ns.excludes(1.14) and not ns.excludes(1.15) and not ns.excludes(1.43)
+
+
+def test_resolved_at_bonferroni_is_stricter():
+    # the Xeon's 16 MB cell beside the same hash join: 1.11 (1.05-1.23), +-4.8%
+    assert ns.resolved_at(1.05, 1.23, 0.048, 0.05) == ns.resolved(stats.Summary(1.11, 1.05, 1.23, 16), 0.048)
+    assert not ns.resolved_at(1.05, 1.23, 0.048, 0.05 / ns.CELLS)
+    assert ns.resolved_at(1.30, 1.70, 0.048, 0.05 / ns.CELLS)
+
+
+def test_median_ci_coverage_of_three_pairs_is_75_percent():
+    assert ns.median_ci_coverage(3) == 0.75
+    assert ns.median_ci_coverage(5) == pytest.approx(30 / 32)
+    # the exact odd-n answer agrees with bootstrap_ci itself
+    assert ns.median_ci_coverage(4, trials=150, resamples=300) < 0.95
+
+
+PAGE = """# Native study
+
+Per cell 16 pairs (alone, then co-run).
+
+| hash table MB | actual MB | build rows | / C | alone s | resolution | beside stream | beside seq scan | beside hash join |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| 4 | 3.70 | 78,643 | 0.5 | 0.630 (0.583-0.672) | +-3.9% | 1.07 (0.80-1.21) | 1.04 (0.95-1.10) | 1.21 (0.88-1.43) |
+| 16 | 14.80 | 314,572 | 2 | 1.389 (1.183-1.475) | +-4.8% | **1.50 (1.30-1.70)** | 1.04 (0.99-1.12) | **1.11 (1.05-1.23)** |
+
+### Pairs with both vCPUs in one L3
+
+| hash table MB | pairs in one L3 (stream/scan/hash join) | resolution | beside stream, one L3 | beside seq scan, one L3 | beside hash join, one L3 |
+| --- | --- | --- | --- | --- | --- |
+| 4 | 8/3/2 of 16 | +-3.9% | 1.06 (0.80-1.21) | 1.08 (0.88-1.10) | - |
+| 16 | 5/2/7 of 16 | +-4.8% | 1.02 (0.89-1.26) | - | **1.26 (1.10-1.34)** |
+
+<!-- analysis: by hand -->
+words
+<!-- /analysis -->
+"""
+
+
+def test_page_cells_reads_both_tables():
+    cells = ns.page_cells(PAGE)
+    assert len(cells) == 6 + 4
+    c = next(c for c in cells if c["size"] == 4 and c["kind"] == "hash join" and not c["one_l3"])
+    assert (c["n"], c["med"], c["lo"], c["hi"], c["res"], c["bold"]) == (16, 1.21, 0.88, 1.43, 0.039, False)
+    c = next(c for c in cells if c["size"] == 16 and c["kind"] == "hash join" and c["one_l3"])
+    assert (c["n"], c["bold"]) == (7, True)
+
+
+def test_power_section_says_what_is_not_excluded_and_what_survives_bonferroni():
+    text = ns.power_section(PAGE, coverage=lambda n: 0.75 if n == 3 else 0.9)
+    assert text.startswith(ns.POWER_BEGIN) and text.rstrip().endswith(ns.POWER_END)
+    row4 = next(ln for ln in text.splitlines() if ln.startswith("| 4 |"))
+    assert row4.endswith(f"| {ns.detectable(0.88, 1.43, 0.039):.2f}x; "
+                         f"{100 * ns.power_at(1.15, 0.88, 1.43, 0.039):.0f}%; no |")
+    assert "over all pairs: 80% power at" in text and "2 of 4 cells exclude 1.15x" in text
+    assert "not excluded** beside the hash join at 4, 16 MB" in text
+    assert "75% of the time at 3 pairs" in text
+    assert ("1 of its 3 bold cells remains resolved: 16 MB beside the stream; "
+            "not: 16 MB beside the hash join, 16 MB beside the hash join (one L3).") in text
+    assert "cannot exclude a 15% cost in 2 of 4 cells over all pairs (tables of 4-16 MB)" in text
+
+
+def test_write_power_puts_the_section_before_the_analysis_and_replaces_it(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text(PAGE)
+    ns.write_power(page)
+    once = page.read_text()
+    assert once.index(ns.POWER_BEGIN) < once.index("<!-- analysis")
+    ns.write_power(page)
+    assert page.read_text() == once and once.count(ns.POWER_BEGIN) == 1
