@@ -38,7 +38,8 @@ Rules
     both ends of ranges `0.95-1.08x` and of intervals `(0.88-1.43)`,
     percentages `15%` / `12-36%`, seconds with decimals `8.61 s` and
     milliseconds `6 ms`; in a table row every decimal number.  Code spans
-    are skipped.  On the page, every number counts once thousands
+    are skipped, and so is a parenthesis right after one (a setting and
+    its value: `mccdb.short_query` (250 ms)).  On the page, every number counts once thousands
     separators are dropped (`13,218` = 13218) and trailing zeros are
     ignored (`1.5` = `1.50`).  A percentage p matches a percentage p on the
     page (`p%`) or a ratio 1 + p/100 or 1 - p/100 (`36% later` for `1.36`);
@@ -83,6 +84,7 @@ MILLIS = re.compile(rf"(?<![\w.])({NUM})\s*ms\b")
 ANY_DEC = re.compile(rf"(?<![\w.])({DEC})(?![\w.]*\d)")
 PAGE_NUM = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
 CODE_SPAN = re.compile(r"`[^`]*`")
+SETTING = re.compile(r"`[^`]*`\s*\([^()]*\)")     # `mccdb.short_query` (250 ms): a setting's value
 MD_LINK = re.compile(r"\]\(([^)\s]+)\)")
 BARE_MD = re.compile(r"(?<![\w/.*-])((?:[\w.-]+/)*[\w.*-]+\.md)\b")
 STEM = re.compile(r"(?<![\w/.-])([a-z0-9]+(?:[.-][a-z0-9]+)*-[a-z0-9.]*[a-z0-9])(?![\w/-]|\.md)")
@@ -239,7 +241,7 @@ class Checker:
     @staticmethod
     def quoted(text, table_row):
         """[(kind, number string)] of the figures text quotes."""
-        text = CODE_SPAN.sub(" ", text)
+        text = CODE_SPAN.sub(" ", SETTING.sub(" ", text))
         out = []
         spans = []
         for rx, kind in ((RATIO, "ratio"), (INTERVAL, "ratio"), (PERCENT, "percent"),
