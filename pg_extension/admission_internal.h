@@ -41,6 +41,20 @@ typedef enum EntryState
 	ENTRY_LENT					/* admitted, its slots lent to waiters */
 } EntryState;
 
+/*
+ * What an admitted entry's slots count against: the slots (used_slots,
+ * never more than mccdb_total_slots()), the short queries that shortest
+ * runs beside them (short_used, never more than mccdb_total_slots()), or
+ * the queries admitted because a running query waits for their locks
+ * (lock_used: they must run, or the two would wait for each other).
+ */
+typedef enum EntryLane
+{
+	LANE_SLOTS,
+	LANE_SHORT,
+	LANE_LOCKS
+} EntryLane;
+
 /* One backend's statement in the gate, at the backend's own slot. */
 typedef struct AdmissionEntry
 {
@@ -50,6 +64,7 @@ typedef struct AdmissionEntry
 	Oid			dbid;
 	EntryState	state;
 	int			slots;
+	EntryLane	lane;			/* what its slots count against, once admitted */
 	int			cls;			/* MccdbLocalityClass */
 	double		bytes;
 	int64		seq;			/* arrival order */
@@ -80,14 +95,31 @@ typedef struct KnownQuery
 	MccdbQueryCounters stats;
 } KnownQuery;
 
+/*
+ * A role's seconds per unit of the server's cost, learned from its own
+ * alone runs: one role's queries (a pg_sleep() that costs nothing, a plan
+ * the statistics misjudge) never move another role's predictions.
+ */
+#define ROLE_RATES 64
+
+typedef struct RoleRate
+{
+	Oid			userid;			/* InvalidOid = free */
+	ModelCell	rate;			/* log of seconds per cost unit */
+	int64		last_used_us;
+} RoleRate;
+
 typedef struct AdmissionShared
 {
 	LWLock	   *lock;
 	ConditionVariable cv;
 	int			held_by;		/* pid of mccdb_hold_admission(true), 0 = not held */
 	Oid			held_by_role;	/* the role that took it */
-	int			used_slots;
+	int			used_slots;		/* of LANE_SLOTS entries */
 	int			domain_used[MCCDB_MAX_LLC_DOMAINS];	/* of used_slots, per domain */
+	int			short_used;		/* of LANE_SHORT entries */
+	int			lock_used;		/* of LANE_LOCKS entries */
+	int64		repaired_total; /* slot counts found wrong and recounted */
 	int64		next_seq;
 	int64		next_admit_seq;
 	int64		admitted_total;
@@ -100,7 +132,7 @@ typedef struct AdmissionShared
 	/* learned online from every gated query that finishes (model.c) */
 	int64		last_change_us; /* of the running set, for overlap accounting */
 	ModelCell	learned[MODEL_CLASSES][MODEL_CLASSES];
-	ModelCell	seconds_per_cost;
+	RoleRate	rates[ROLE_RATES];
 	KnownQuery	known[KNOWN_QUERIES];
 	int			nentries;
 	AdmissionEntry entries[FLEXIBLE_ARRAY_MEMBER];
@@ -146,7 +178,7 @@ extern int	mccdb_domain_slots(int d);
 extern int	mccdb_total_slots(void);
 extern int	mccdb_max_query_slots(void);
 extern int	mccdb_place_locked(AdmissionEntry *e, bool must);
-extern AdmissionEntry *mccdb_pick_next(int64 now_us);
+extern AdmissionEntry *mccdb_pick_next(int64 now_us, EntryLane *lane);
 /* Before the lock is first taken to pick: the policy's scratch space. */
 extern void mccdb_policy_prepare(void);
 

@@ -19,6 +19,7 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "storage/proc.h"
+#include "utils/guc_tables.h"
 #include "utils/wait_event.h"
 #if PG_VERSION_NUM >= 180000
 #include "commands/explain_format.h"
@@ -113,6 +114,16 @@
 #else
 #define mccdb_explain_one_plan(plan, into, es, sql, params, env, planduration, bufusage) \
 	ExplainOnePlan((plan), (into), (es), (sql), (params), (env), (planduration), (bufusage))
+#endif
+
+/*
+ * The server's table of settings, to read a setting's source: 16 made it a
+ * hash table whose array get_guc_variables() hands out with its length.
+ */
+#if PG_VERSION_NUM >= 160000
+#define mccdb_guc_variables(n)		get_guc_variables(n)
+#else
+#define mccdb_guc_variables(n)		(*(n) = GetNumConfigOptions(), get_guc_variables())
 #endif
 
 #endif							/* MCCDB_COMPAT_H */

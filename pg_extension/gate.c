@@ -63,9 +63,17 @@
 
 static bool exit_callback_registered = false;
 
-/* The statement that owns this backend's entry, if any. */
+/*
+ * This backend's entry: whether it has one (waiting, running or lent), the
+ * statement it describes (whose run time it teaches), how many gated runs
+ * are in progress (a run inside a gated run, of a cursor a gated query
+ * fetches from, takes no slots of its own) and how many admitted statements
+ * have not ended (open cursors keep the entry, lent, until the last ends).
+ */
 static bool holding = false;
-static MccdbStatement *holding_statement = NULL;
+static MccdbStatement *entry_statement = NULL;
+static int	gated_runs = 0;
+static int	open_admitted = 0;
 
 /* The gate's wait event (compat.h), named once per backend. */
 static uint32
@@ -122,8 +130,66 @@ mccdb_gate_account_running(int64 now_us)
 static void
 charge_slots(AdmissionEntry *e, int sign)
 {
-	mccdb_adm->used_slots += sign * e->slots;
-	mccdb_adm->domain_used[e->domain] += sign * e->slots;
+	switch (e->lane)
+	{
+		case LANE_SLOTS:
+			mccdb_adm->used_slots += sign * e->slots;
+			mccdb_adm->domain_used[e->domain] += sign * e->slots;
+			break;
+		case LANE_SHORT:
+			mccdb_adm->short_used += sign * e->slots;
+			break;
+		case LANE_LOCKS:
+			mccdb_adm->lock_used += sign * e->slots;
+			break;
+	}
+}
+
+/*
+ * The slot counts are what the running entries add up to: checked under
+ * the lock after every change of an entry.  A count found wrong is a bug in
+ * the gate: asserted in a debug build; in production logged and recounted,
+ * so that the gate goes on with the truth.  Caller holds the lock
+ * exclusively.
+ */
+static void
+check_slots_locked(void)
+{
+	int			used = 0,
+				short_used = 0,
+				lock_used = 0;
+	int			domain_used[MCCDB_MAX_LLC_DOMAINS] = {0};
+
+	for (int i = 0; i < mccdb_adm->nentries; i++)
+	{
+		AdmissionEntry *e = &mccdb_adm->entries[i];
+
+		if (e->state != ENTRY_RUNNING)
+			continue;
+		if (e->lane == LANE_SLOTS)
+		{
+			used += e->slots;
+			domain_used[e->domain] += e->slots;
+		}
+		else if (e->lane == LANE_SHORT)
+			short_used += e->slots;
+		else
+			lock_used += e->slots;
+	}
+	if (used == mccdb_adm->used_slots && short_used == mccdb_adm->short_used &&
+		lock_used == mccdb_adm->lock_used &&
+		memcmp(domain_used, mccdb_adm->domain_used, sizeof(domain_used)) == 0)
+		return;
+	Assert(false);
+	ereport(LOG,
+			(errmsg("mccdb: the gate counted %d slots used, %d short and %d for locks where its running queries take %d, %d and %d; recounted",
+					mccdb_adm->used_slots, mccdb_adm->short_used, mccdb_adm->lock_used,
+					used, short_used, lock_used)));
+	mccdb_adm->used_slots = used;
+	mccdb_adm->short_used = short_used;
+	mccdb_adm->lock_used = lock_used;
+	memcpy(mccdb_adm->domain_used, domain_used, sizeof(domain_used));
+	mccdb_adm->repaired_total++;
 }
 
 /* Remove this backend's entry and give back its slots; caller holds the lock. */
@@ -142,9 +208,10 @@ remove_entry_locked(void)
 		if (e->state == ENTRY_RUNNING)
 			charge_slots(e, -1);
 		memset(e, 0, sizeof(*e));
+		check_slots_locked();
 	}
 	holding = false;
-	holding_statement = NULL;
+	entry_statement = NULL;
 }
 
 static void
@@ -189,20 +256,34 @@ mccdb_gate_exit_callback(void)
 	}
 }
 
-/* The statement's memory is going away without ExecutorEnd (error, drop). */
+/*
+ * An admitted statement ends (ExecutorEnd, or its memory goes without it:
+ * an error, a dropped portal): when it was the last open one, the entry
+ * goes.
+ */
+static void
+statement_leaves_gate(MccdbStatement *st)
+{
+	if (!st->admission.counted)
+		return;
+	st->admission.counted = false;
+	open_admitted--;
+	if (open_admitted == 0 && gated_runs == 0)
+		release_entry();
+}
+
 static void
 statement_gone(void *arg)
 {
-	if (holding && holding_statement == (MccdbStatement *) arg)
-		release_entry();
+	statement_leaves_gate((MccdbStatement *) arg);
 }
 
 /*
  * Running queries whose backends have been blocked writing to their
- * clients for mccdb.client_stall lend their slots; a query lent that way
- * takes them back as soon as its backend runs again (it is still in the
- * same ExecutorRun: nothing else would), so no more queries run than there
- * are slots and its run time goes on counting.  Caller holds the lock.
+ * clients for mccdb.client_stall lend their slots to the waiters.  Such a
+ * backend takes a slot again by waiting like any other, as soon as its
+ * write returns (gate_receive_slot): it is still in the same run, and no
+ * more queries run than there are slots.  Caller holds the lock.
  */
 static void
 lend_stalled_slots(int64 now_us)
@@ -213,24 +294,11 @@ lend_stalled_slots(int64 now_us)
 	{
 		AdmissionEntry *e = &mccdb_adm->entries[i];
 		uint32		wait_event;
-		bool		stalled;
 
-		if (e->state != ENTRY_RUNNING && !(e->state == ENTRY_LENT && e->stalled_since_us != 0))
+		if (e->state != ENTRY_RUNNING)
 			continue;
 		wait_event = (*(volatile uint32 *) &ProcGlobal->allProcs[e->procno].wait_event_info);
-		stalled = wait_event == WAIT_EVENT_CLIENT_WRITE;
-		if (e->state == ENTRY_LENT)
-		{
-			/* lent while stalled: running again */
-			if (!stalled)
-			{
-				mccdb_gate_account_running(now_us);
-				e->state = ENTRY_RUNNING;
-				e->stalled_since_us = 0;
-				charge_slots(e, 1);
-			}
-		}
-		else if (!stalled)
+		if (wait_event != WAIT_EVENT_CLIENT_WRITE)
 			e->stalled_since_us = 0;
 		else if (e->stalled_since_us == 0)
 			e->stalled_since_us = now_us;
@@ -240,26 +308,28 @@ lend_stalled_slots(int64 now_us)
 			e->state = ENTRY_LENT;
 			charge_slots(e, -1);
 			mccdb_adm->lent_total++;
+			check_slots_locked();
 		}
 	}
 }
 
 /*
- * The pid of a backend waiting for a heavyweight lock this backend (or a
- * member of its parallel group) holds in a conflicting mode, or 0.  Only
- * when some backend waits on a lock at all is the lock table read, and then
- * once (GetLockStatusData, all partitions once), in a memory context of
- * its own that is gone when this returns.
+ * The backends (their parallel groups' leaders) waiting for a heavyweight
+ * lock this backend (or a member of its parallel group) holds in a
+ * conflicting mode: up to max of them in pids; how many.  Only when some
+ * backend waits on a lock at all is the lock table read, and then once
+ * (GetLockStatusData, all partitions once), in a memory context of its own
+ * that is gone when this returns.
  */
 static int
-backend_waiting_for_my_locks(void)
+backends_waiting_for_my_locks(int *pids, int max)
 {
 	MemoryContext cxt,
 				old;
 	LockData   *locks;
 	int		   *mine;
 	int			nmine = 0,
-				blocked = 0,
+				nblocked = 0,
 				i,
 				j;
 	bool		anyone_waits = false;
@@ -282,7 +352,7 @@ backend_waiting_for_my_locks(void)
 	for (i = 0; i < locks->nelements; i++)
 		if (locks->locks[i].leaderPid == MyProcPid && locks->locks[i].holdMask != 0)
 			mine[nmine++] = i;
-	for (j = 0; j < locks->nelements && blocked == 0 && nmine > 0; j++)
+	for (j = 0; j < locks->nelements && nblocked < max && nmine > 0; j++)
 	{
 		LockInstanceData *w = &locks->locks[j];
 
@@ -295,14 +365,37 @@ backend_waiting_for_my_locks(void)
 			if (memcmp(&h->locktag, &w->locktag, sizeof(LOCKTAG)) == 0 &&
 				(GetLockTagsMethodTable(&w->locktag)->conflictTab[w->waitLockMode] & h->holdMask))
 			{
-				blocked = w->pid;
+				pids[nblocked++] = w->leaderPid;
 				break;
 			}
 		}
 	}
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
-	return blocked;
+	return nblocked;
+}
+
+/*
+ * Of the backends waiting for this one's locks, one that runs in the gate,
+ * or 0.  Only such a wait is a deadlock the detector cannot see (it holds
+ * a slot this backend waits for, and waits for this backend's lock): a
+ * lock waiter that holds no slot (an advisory lock's, any session's) will
+ * get its lock when this backend runs in its turn.  Caller holds the lock.
+ */
+static int
+blocked_in_the_gate(const int *pids, int n)
+{
+	for (int i = 0; i < mccdb_adm->nentries; i++)
+	{
+		AdmissionEntry *e = &mccdb_adm->entries[i];
+
+		if (e->state != ENTRY_RUNNING)
+			continue;
+		for (int j = 0; j < n; j++)
+			if (pids[j] == e->pid)
+				return e->pid;
+	}
+	return 0;
 }
 
 /* Parallel workers a plan asks for: they take slots too. */
@@ -431,42 +524,51 @@ is_own_statement(PlannedStmt *stmt)
 	return own;
 }
 
+/*
+ * Does the gate stand in front of this run?  A client's SELECT at the time
+ * it runs (a cursor a function opened is fetched at the client's level and
+ * is gated then), not the extension's own, costing at least
+ * mccdb.schedule_min_cost under the server's cost settings or of a cost
+ * not known; the session that holds the gate is not held by it.  The cheap
+ * tests first: most statements are cheap.
+ */
 static bool
 gate_applies(MccdbStatement *st)
 {
 	QueryDesc  *queryDesc = st->queryDesc;
-	PlannedStmt *stmt = queryDesc->plannedstmt;
 
 	return mccdb_schedule != MCCDB_SCHEDULE_OFF &&
 		mccdb_adm != NULL &&
-		!holding &&
-		st->top &&
-		mccdb_nesting_level() == 0 &&
-		!creating_extension &&
 		queryDesc->operation == CMD_SELECT &&
-		st->real_cost >= mccdb_schedule_min_cost_value() &&
-		!is_own_statement(stmt);
+		(!st->cost_known || st->real_cost >= mccdb_schedule_min_cost_value()) &&
+		mccdb_client_statement() &&
+		!creating_extension &&
+		mccdb_adm->held_by != MyProcPid &&
+		!is_own_statement(queryDesc->plannedstmt);
 }
 
 /* Take the slots of this backend's entry as admitted; caller holds the lock. */
 static void
 admit_locked(MccdbStatement *st, AdmissionEntry *e, int64 enqueued_us,
-			 int64 now_us, bool for_locks)
+			 int64 now_us, EntryLane lane)
 {
 	MccdbQueryKey key = mccdb_entry_key(e);
 	KnownQuery *k = mccdb_known_query(&key, true, now_us);
 	double		waited_ms = (double) (now_us - enqueued_us) / 1000.0;
 	bool		starved = waited_ms >= mccdb_max_wait_ms;
+	bool		for_locks = lane == LANE_LOCKS;
 
 	mccdb_gate_account_running(now_us);
 	/* placed beside the running queries, before it is one of them */
 	e->domain = mccdb_place_locked(e, true);
 	e->state = ENTRY_RUNNING;
+	e->lane = lane;
 	e->since_us = now_us;
 	e->since = GetCurrentTimestamp();
 	e->admit_seq = mccdb_adm->next_admit_seq++;
 	e->slots = Min(e->slots, mccdb_domain_slots(e->domain));
 	charge_slots(e, 1);
+	check_slots_locked();
 	mccdb_adm->admitted_total++;
 	if (starved)
 		mccdb_adm->starved_total++;
@@ -522,51 +624,87 @@ mccdb_admission_parallel_worker(void)
 		bind_to_domain(domain);
 }
 
+/* The most lock waiters one check names (a deadlock needs only one). */
+#define MAX_LOCK_WAITERS 16
+
 /*
- * Enqueue, and sleep until mccdb_pick_next() names this backend.  Returns false
+ * Describe st in this backend's entry, waiting from now: a new entry, or
+ * the entry an open cursor keeps lent, which waits again like any other.
+ * Caller holds the lock.
+ */
+static AdmissionEntry *
+enqueue_locked(MccdbStatement *st, int64 now_us)
+{
+	MccdbLocality *loc = mccdb_statement_locality(st);
+	AdmissionEntry *e = my_entry();
+	MccdbQueryKey key;
+
+	if (!holding)
+	{
+		memset(e, 0, sizeof(*e));
+		e->pid = MyProcPid;
+		e->procno = mccdb_my_pgprocno();
+	}
+	else if (entry_statement != st)
+	{
+		/* another statement than the one whose run time it gathered */
+		e->run_ms = 0;
+		memset(e->overlap_ms, 0, sizeof(e->overlap_ms));
+	}
+	Assert(e->state != ENTRY_RUNNING);
+	e->userid = GetUserId();
+	e->dbid = MyDatabaseId;
+	e->state = ENTRY_WAITING;
+	e->lane = LANE_SLOTS;
+	e->cls = loc->cls;
+	e->bytes = loc->bytes;
+	e->slots = 1 + planned_workers(st->queryDesc->plannedstmt->planTree);
+	e->seq = mccdb_adm->next_seq++;
+	e->since_us = now_us;
+	e->since = GetCurrentTimestamp();
+	e->stalled_since_us = 0;
+	e->queryid = st->queryDesc->plannedstmt->queryId;
+	/* unknown: priced under the session's own settings (server_cost.h) */
+	e->cost = st->cost_known ? st->real_cost : -1;
+	key = mccdb_entry_key(e);
+	e->predicted = mccdb_predict_seconds(&key, e->cost, now_us);
+	holding = true;
+	entry_statement = st;
+	return e;
+}
+
+/*
+ * Enqueue, and sleep until mccdb_pick_next() names this backend, or a
+ * query running in the gate waits for one of its locks.  Returns false
  * when the gate no longer applies (mccdb.schedule was set to off while it
  * waited): the statement then runs ungated.
  */
 static bool
 wait_for_admission(MccdbStatement *st)
 {
-	MccdbLocality *loc = mccdb_statement_locality(st);
 	AdmissionEntry *e;
-	MemoryContextCallback *cb;
-	MccdbQueryKey key;
-	int			workers = planned_workers(st->queryDesc->plannedstmt->planTree);
 	int64		enqueued_us = mccdb_monotonic_us();
 	int64		next_lock_check_us = enqueued_us + (int64) DeadlockTimeout * 1000;
+	int			lock_waiters[MAX_LOCK_WAITERS];
+	int			nlock_waiters = 0;
 	bool		admitted = false;
 	int			domain = -1;
 
 	mccdb_gate_exit_callback();
 	mccdb_policy_prepare();
-	cb = MemoryContextAlloc(st->cxt, sizeof(MemoryContextCallback));
-	cb->func = statement_gone;
-	cb->arg = st;
-	MemoryContextRegisterResetCallback(st->cxt, cb);
+	if (!st->admission.counted)
+	{
+		MemoryContextCallback *cb = MemoryContextAlloc(st->cxt, sizeof(MemoryContextCallback));
+
+		cb->func = statement_gone;
+		cb->arg = st;
+		MemoryContextRegisterResetCallback(st->cxt, cb);
+		st->admission.counted = true;
+		open_admitted++;
+	}
 
 	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
-	e = my_entry();
-	memset(e, 0, sizeof(*e));
-	e->pid = MyProcPid;
-	e->procno = mccdb_my_pgprocno();
-	e->userid = GetUserId();
-	e->dbid = MyDatabaseId;
-	e->state = ENTRY_WAITING;
-	e->cls = loc->cls;
-	e->bytes = loc->bytes;
-	e->slots = 1 + workers;
-	e->seq = mccdb_adm->next_seq++;
-	e->since_us = enqueued_us;
-	e->since = GetCurrentTimestamp();
-	e->queryid = st->queryDesc->plannedstmt->queryId;
-	e->cost = st->real_cost;
-	key = mccdb_entry_key(e);
-	e->predicted = mccdb_predict_seconds(&key, e->cost, enqueued_us);
-	holding = true;
-	holding_statement = st;
+	e = enqueue_locked(st, enqueued_us);
 	LWLockRelease(mccdb_adm->lock);
 
 	PG_TRY();
@@ -575,7 +713,8 @@ wait_for_admission(MccdbStatement *st)
 		for (;;)
 		{
 			int64		now_us;
-			int			blocked = 0;
+			int			blocked;
+			EntryLane	lane = LANE_SLOTS;
 
 			/* A busy backend never reloads: do it here, for the gate's GUCs. */
 			if (ConfigReloadPending)
@@ -589,15 +728,18 @@ wait_for_admission(MccdbStatement *st)
 			/* after deadlock_timeout, and then at most once per deadlock_timeout */
 			if (now_us >= next_lock_check_us)
 			{
-				blocked = backend_waiting_for_my_locks();
+				nlock_waiters = backends_waiting_for_my_locks(lock_waiters, MAX_LOCK_WAITERS);
 				next_lock_check_us = now_us + (int64) DeadlockTimeout * 1000;
 			}
 
 			LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
 			lend_stalled_slots(now_us);
-			if (blocked != 0 || mccdb_pick_next(now_us) == e)
+			blocked = blocked_in_the_gate(lock_waiters, nlock_waiters);
+			if (blocked != 0)
+				lane = LANE_LOCKS;
+			if (blocked != 0 || mccdb_pick_next(now_us, &lane) == e)
 			{
-				admit_locked(st, e, enqueued_us, now_us, blocked != 0);
+				admit_locked(st, e, enqueued_us, now_us, lane);
 				admitted = true;
 				domain = e->domain;
 			}
@@ -617,9 +759,9 @@ wait_for_admission(MccdbStatement *st)
 									   mccdb_locality_class_name(e->cls), mccdb_total_slots())));
 				if (blocked != 0)
 					ereport(LOG,
-							(errmsg("mccdb: admitted process %d ahead of mccdb.schedule: process %d waits for a lock it holds",
+							(errmsg("mccdb: admitted process %d ahead of mccdb.schedule: process %d, running in the gate, waits for a lock it holds",
 									MyProcPid, blocked),
-							 errdetail("A query waiting in the gate while holding locks others wait for could wait for them forever.")));
+							 errdetail("A query waiting in the gate for the slot of a query that waits for its locks would wait for it forever.")));
 				break;
 			}
 			ConditionVariableTimedSleep(&mccdb_adm->cv, WAKE_MS, admission_wait_event());
@@ -640,6 +782,73 @@ wait_for_admission(MccdbStatement *st)
 	/* Another waiter may fit in the slots that are still free. */
 	ConditionVariableBroadcast(&mccdb_adm->cv);
 	return admitted;
+}
+
+/*
+ * The receiver of a gated run's rows, in front of the run's own: after
+ * each row it hands on, a backend whose slots were lent while its client
+ * did not read (lend_stalled_slots) waits for a slot again, before it
+ * computes the next row.  One read of its own entry a row, no lock.
+ */
+typedef struct GateReceiver
+{
+	DestReceiver pub;
+	DestReceiver *inner;
+	MccdbStatement *st;
+} GateReceiver;
+
+static bool
+gate_receive_slot(TupleTableSlot *slot, DestReceiver *self)
+{
+	GateReceiver *g = (GateReceiver *) self;
+	bool		ok = g->inner->receiveSlot(slot, g->inner);
+
+	if (holding && ((volatile AdmissionEntry *) my_entry())->state == ENTRY_LENT)
+		(void) wait_for_admission(g->st);
+	return ok;
+}
+
+static void
+gate_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+	GateReceiver *g = (GateReceiver *) self;
+
+	g->inner->rStartup(g->inner, operation, typeinfo);
+}
+
+static void
+gate_shutdown(DestReceiver *self)
+{
+	GateReceiver *g = (GateReceiver *) self;
+
+	g->inner->rShutdown(g->inner);
+}
+
+/* The run's own receiver belongs to whoever made it; this one to the statement. */
+static void
+gate_destroy(DestReceiver *self)
+{
+}
+
+/* The statement's receiver, made at its first gated run, in front of this run's. */
+static DestReceiver *
+gate_receiver(MccdbStatement *st, DestReceiver *inner)
+{
+	GateReceiver *g = (GateReceiver *) st->admission.receiver;
+
+	if (g == NULL)
+	{
+		g = MemoryContextAllocZero(st->cxt, sizeof(GateReceiver));
+		st->admission.receiver = &g->pub;
+	}
+	g->pub.receiveSlot = gate_receive_slot;
+	g->pub.rStartup = gate_startup;
+	g->pub.rShutdown = gate_shutdown;
+	g->pub.rDestroy = gate_destroy;
+	g->pub.mydest = inner->mydest;
+	g->inner = inner;
+	g->st = st;
+	return &g->pub;
 }
 
 /*
@@ -681,29 +890,9 @@ count_bypass(MccdbStatement *st)
 	mccdb_query_stats_report();
 }
 
-/* An admitted statement runs again (the next FETCH): take its slots back. */
-static void
-retake_slots(MccdbStatement *st)
-{
-	AdmissionEntry *e;
-
-	st->admission.released = 0;
-
-	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
-	e = my_entry();
-	if (e->pid == MyProcPid && e->state == ENTRY_LENT)
-	{
-		mccdb_gate_account_running(mccdb_monotonic_us());
-		e->state = ENTRY_RUNNING;
-		e->stalled_since_us = 0;
-		charge_slots(e, 1);
-	}
-	LWLockRelease(mccdb_adm->lock);
-}
-
 /*
  * The run returned (a cursor waits for its next FETCH, or the statement is
- * about to end): lend the slots.
+ * about to end): lend the slots.  The next run waits for them again.
  */
 static void
 lend_slots(MccdbStatement *st)
@@ -719,56 +908,66 @@ lend_slots(MccdbStatement *st)
 		mccdb_gate_account_running(mccdb_monotonic_us());
 		e->state = ENTRY_LENT;
 		charge_slots(e, -1);
+		check_slots_locked();
 	}
-	/* lent between fetches now, not stalled: only the next run takes them back */
 	if (e->pid == MyProcPid)
 		e->stalled_since_us = 0;
 	LWLockRelease(mccdb_adm->lock);
 	ConditionVariableBroadcast(&mccdb_adm->cv);
 }
 
+/*
+ * Every run of a statement the gate applies to is admitted: the first, and
+ * each FETCH of a cursor after it (between runs its slots are lent, and it
+ * waits for them again like anyone else).  A run inside a gated run (a
+ * function the query calls fetches from a cursor) runs on its slots.
+ */
 void
 mccdb_admission_run(MccdbStatement *st, ScanDirection direction,
 					uint64 count, bool execute_once,
 					void (*run) (QueryDesc *, ScanDirection, uint64, bool))
 {
-	bool		gated;
+	DestReceiver *dest = st->queryDesc->dest;
 
-	if (holding && holding_statement == st)
-		retake_slots(st);
-	else if (!gate_applies(st) || !wait_for_admission(st))
+	if (gated_runs > 0)
+	{
+		run(st->queryDesc, direction, count, execute_once);
+		return;
+	}
+	if (!gate_applies(st) || !wait_for_admission(st))
 	{
 		count_bypass(st);
 		run(st->queryDesc, direction, count, execute_once);
 		return;
 	}
 
-	gated = true;
+	gated_runs++;
+	st->admission.released = 0;
+	st->queryDesc->dest = gate_receiver(st, dest);
 	PG_TRY();
 	{
 		run(st->queryDesc, direction, count, execute_once);
 	}
 	PG_CATCH();
 	{
+		st->queryDesc->dest = dest;
+		gated_runs--;
 		st->admission.released = GetCurrentTimestamp();
 		release_entry();
-		gated = false;
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	if (gated)
-		lend_slots(st);
+	st->queryDesc->dest = dest;
+	gated_runs--;
+	lend_slots(st);
 }
 
 void
 mccdb_admission_statement_end(MccdbStatement *st)
 {
-	if (holding && holding_statement == st)
-	{
-		if (st->admission.released == 0)
-			st->admission.released = GetCurrentTimestamp();
-		release_entry();
-	}
+	if (st->admission.counted && st->admission.released == 0)
+		st->admission.released = GetCurrentTimestamp();
+	statement_leaves_gate(st);
 	/* also what an earlier statement that failed left noted */
 	mccdb_query_stats_report();
 }

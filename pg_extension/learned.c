@@ -42,7 +42,7 @@
 #define MATRIX_FILE "mccdb_interference.matrix"
 #define MATRIX_MAGIC "mccdb interference matrix 1"
 #define LEARNED_FILE MCCDB_SNAPSHOT_PATH("mccdb_learned.stat")
-#define LEARNED_MAGIC 0x4d43444d	/* change when the layout below changes */
+#define LEARNED_MAGIC 0x4d43444e	/* change when the layout below changes */
 /* Seconds per planner cost unit before anything was measured. */
 #define DEFAULT_SECONDS_PER_COST 1e-5
 /* Completions shorter than this teach nothing (timer noise). */
@@ -122,13 +122,13 @@ void
 mccdb_forget_learned(void)
 {
 	memset(mccdb_adm->learned, 0, sizeof(mccdb_adm->learned));
-	memset(&mccdb_adm->seconds_per_cost, 0, sizeof(mccdb_adm->seconds_per_cost));
+	memset(mccdb_adm->rates, 0, sizeof(mccdb_adm->rates));
 	memset(mccdb_adm->known, 0, sizeof(mccdb_adm->known));
 }
 
 /*
  * The learned state across a clean restart (snapshot.h): the matrix cells
- * and the rate, then the known queries in use.
+ * and the roles' rates, then the known queries in use.
  */
 static void
 write_learned_file(int code, Datum arg)
@@ -147,7 +147,7 @@ write_learned_file(int code, Datum arg)
 	if ((f = mccdb_snapshot_create(LEARNED_FILE, &h)) == NULL)
 		return;
 	ok = mccdb_snapshot_put(f, mccdb_adm->learned, sizeof(mccdb_adm->learned)) &&
-		mccdb_snapshot_put(f, &mccdb_adm->seconds_per_cost, sizeof(mccdb_adm->seconds_per_cost));
+		mccdb_snapshot_put(f, mccdb_adm->rates, sizeof(mccdb_adm->rates));
 	for (i = 0; ok && i < KNOWN_QUERIES; i++)
 		if (mccdb_adm->known[i].key.queryid != 0)
 			ok = mccdb_snapshot_put(f, &mccdb_adm->known[i], sizeof(KnownQuery));
@@ -197,8 +197,12 @@ read_learned_file(void)
 		return;
 	ok = h.nentries <= KNOWN_QUERIES &&
 		mccdb_snapshot_get(f, mccdb_adm->learned, sizeof(mccdb_adm->learned)) &&
-		mccdb_snapshot_get(f, &mccdb_adm->seconds_per_cost, sizeof(mccdb_adm->seconds_per_cost)) &&
-		cell_valid(&mccdb_adm->seconds_per_cost);
+		mccdb_snapshot_get(f, mccdb_adm->rates, sizeof(mccdb_adm->rates));
+	for (int r = 0; ok && r < ROLE_RATES; r++)
+	{
+		ok = cell_valid(&mccdb_adm->rates[r].rate);
+		mccdb_adm->rates[r].last_used_us = 0;
+	}
 	for (int t = 0; ok && t < MODEL_CLASSES; t++)
 		for (int c = 0; ok && c < MODEL_CLASSES; c++)
 			ok = cell_valid(&mccdb_adm->learned[t][c]);
@@ -253,7 +257,48 @@ mccdb_known_query(const MccdbQueryKey *key, bool create, int64 now_us)
 	return oldest;
 }
 
-/* Seconds a query runs alone: its own history, else its cost at the learned rate. */
+/*
+ * A role's rate: found, else (create) a new one in the place of the role
+ * used longest ago, else NULL.  Caller holds the lock (exclusively to create).
+ */
+static RoleRate *
+role_rate(Oid userid, bool create, int64 now_us)
+{
+	RoleRate   *oldest = NULL;
+
+	for (int i = 0; i < ROLE_RATES; i++)
+	{
+		RoleRate   *r = &mccdb_adm->rates[i];
+
+		if (r->userid == userid && OidIsValid(userid))
+			return r;
+		if (oldest == NULL || !OidIsValid(r->userid) ||
+			(OidIsValid(oldest->userid) && r->last_used_us < oldest->last_used_us))
+			oldest = r;
+	}
+	if (!create)
+		return NULL;
+	memset(oldest, 0, sizeof(*oldest));
+	oldest->userid = userid;
+	oldest->last_used_us = now_us;
+	return oldest;
+}
+
+/* A role's seconds per cost unit, the default before it ran anything alone. */
+static double
+role_rate_value(Oid userid)
+{
+	RoleRate   *r = role_rate(userid, false, 0);
+
+	return r ? model_cell_value(&r->rate, DEFAULT_SECONDS_PER_COST) : DEFAULT_SECONDS_PER_COST;
+}
+
+/*
+ * Seconds a query runs alone: its own history, else its cost at the learned
+ * rate.  A cost that is not known (negative: priced under the session's own
+ * settings, server_cost.h) is taken as long as the longest wait the gate
+ * imposes, mccdb.max_wait: nothing the session set makes it look short.
+ */
 double
 mccdb_predict_seconds(const MccdbQueryKey *key, double cost, int64 now_us)
 {
@@ -264,7 +309,9 @@ mccdb_predict_seconds(const MccdbQueryKey *key, double cost, int64 now_us)
 		k->last_used_us = now_us;
 		return model_cell_value(&k->seconds, 0);
 	}
-	return cost * model_cell_value(&mccdb_adm->seconds_per_cost, DEFAULT_SECONDS_PER_COST);
+	if (cost < 0)
+		return mccdb_max_wait_ms / 1000.0;
+	return cost * role_rate_value(key->userid);
 }
 
 /*
@@ -300,7 +347,12 @@ mccdb_learn_from(AdmissionEntry *e, int64 now_us)
 			k->last_used_us = now_us;
 		}
 		if (e->cost > 0)
-			model_cell_add(&mccdb_adm->seconds_per_cost, seconds / e->cost, 1.0);
+		{
+			RoleRate   *r = role_rate(e->userid, true, now_us);
+
+			model_cell_add(&r->rate, seconds / e->cost, 1.0);
+			r->last_used_us = now_us;
+		}
 	}
 	else if (k != NULL && k->seconds.weight > 0)
 	{
@@ -604,13 +656,17 @@ mccdb_learned_interference(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* The run-time model: the learned rate, and how many queries it knows by queryid. */
+/*
+ * The run-time model: the calling role's learned rate, and how many queries
+ * the gate knows by queryid.
+ */
 Datum
 mccdb_run_time_model(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
 	Datum		values[4];
 	bool		nulls[4] = {0};
+	RoleRate   *rate;
 	int			known = 0,
 				i;
 
@@ -621,8 +677,9 @@ mccdb_run_time_model(PG_FUNCTION_ARGS)
 	for (i = 0; i < KNOWN_QUERIES; i++)
 		if (mccdb_adm->known[i].key.queryid != 0)
 			known++;
-	values[0] = Float8GetDatum(model_cell_value(&mccdb_adm->seconds_per_cost, DEFAULT_SECONDS_PER_COST));
-	values[1] = Int64GetDatum((int64) mccdb_adm->seconds_per_cost.samples);
+	rate = role_rate(GetUserId(), false, 0);
+	values[0] = Float8GetDatum(role_rate_value(GetUserId()));
+	values[1] = Int64GetDatum(rate ? (int64) rate->rate.samples : 0);
 	values[2] = Int32GetDatum(known);
 	values[3] = Int32GetDatum(KNOWN_QUERIES);
 	LWLockRelease(mccdb_adm->lock);

@@ -32,6 +32,7 @@
 #include "plan_choice.h"
 #include "query_stats.h"
 #include "recent.h"
+#include "server_cost.h"
 #include "state.h"
 #include "table_sizes.h"
 #include "topology.h"
@@ -270,6 +271,8 @@ _PG_init(void)
 	mccdb_explain_init();
 	mccdb_recent_init();
 	mccdb_plan_choice_init();
+	/* after plan choice: its planner hook prices the plan plan choice returns */
+	mccdb_server_cost_init();
 	mccdb_admission_init();
 	mccdb_query_stats_init();
 	mccdb_counters_init();

@@ -433,7 +433,7 @@ mccdb_partition_statement_start(MccdbStatement *st)
 	PartitionFrame *f;
 	bool		on;
 
-	if (backend == PARTITION_NONE || st->real_cost < partition_min_cost)
+	if (backend == PARTITION_NONE || (st->cost_known && st->real_cost < partition_min_cost))
 		return;
 	loc = mccdb_statement_locality(st);
 	on = backend == PARTITION_COLORS ? loc->cls != MCCDB_WEAK : loc->cls == MCCDB_WEAK;

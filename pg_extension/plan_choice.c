@@ -31,12 +31,12 @@
 
 #include "admission.h"
 #include "commands/extension.h"
-#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
 #include "optimizer/planner.h"
 #include "plan_choice.h"
+#include "plan_key.h"
 #include "state.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
@@ -321,110 +321,30 @@ remember_cost(uint64 queryid, Cost cost)
 
 /*
  * The choices made for the plans this backend returned, handed to the
- * executor (mccdb_plan_choice_of) by the plan's content, not its address:
- * the plan cache copies a plan right after the planner returns it
- * (BuildCachedPlan), so a prepared statement, an extended-protocol one or
- * a PL/pgSQL query runs a copy, perhaps many times.  The key is what a
- * copy keeps: the queryid and a hash of the chosen plan's node types, ids,
- * costs and row and width estimates.  Bounded: the choice used longest ago
+ * executor (mccdb_plan_choice_of) by the plan's key (plan_key.h): the
+ * executor runs a copy of the plan.  Bounded: the choice used longest ago
  * goes first; a plan whose choice went shows none in EXPLAIN and runs as
  * chosen all the same.
  */
 #define REMEMBERED_CHOICES 256
 
-typedef struct ChoiceKey
-{
-	uint64		queryid;
-	uint64		shape;
-} ChoiceKey;
-
-typedef struct ChoiceEntry
-{
-	ChoiceKey	key;
-	uint64		last_used;
-	MccdbPlanChoice choice;		/* plan pointers cleared */
-} ChoiceEntry;
-
-static HTAB *choices = NULL;
-static uint64 choices_clock = 0;
-
-static uint64
-shape_of(Plan *plan, uint64 h)
-{
-	ListCell   *lc;
-
-	if (plan == NULL)
-		return h;
-	check_stack_depth();
-	h = hash_combine64(h, (uint64) nodeTag(plan));
-	h = hash_combine64(h, (uint64) plan->plan_node_id);
-	h = hash_combine64(h, hash_bytes_extended((const unsigned char *) &plan->startup_cost,
-											  sizeof(Cost), 0));
-	h = hash_combine64(h, hash_bytes_extended((const unsigned char *) &plan->total_cost,
-											  sizeof(Cost), 0));
-	h = hash_combine64(h, hash_bytes_extended((const unsigned char *) &plan->plan_rows,
-											  sizeof(double), 0));
-	h = hash_combine64(h, (uint64) plan->plan_width);
-	switch (nodeTag(plan))
-	{
-		case T_Append:
-			foreach(lc, ((Append *) plan)->appendplans)
-				h = shape_of(lfirst(lc), h);
-			break;
-		case T_MergeAppend:
-			foreach(lc, ((MergeAppend *) plan)->mergeplans)
-				h = shape_of(lfirst(lc), h);
-			break;
-		case T_SubqueryScan:
-			h = shape_of(((SubqueryScan *) plan)->subplan, h);
-			break;
-		default:
-			break;
-	}
-	h = shape_of(outerPlan(plan), h);
-	return shape_of(innerPlan(plan), h);
-}
-
-static ChoiceKey
-choice_key(PlannedStmt *plan)
-{
-	ChoiceKey	key;
-
-	memset(&key, 0, sizeof(key));
-	key.queryid = plan->queryId;
-	key.shape = shape_of(plan->planTree, 0);
-	return key;
-}
+static MccdbPlanMemo *choices = NULL;
 
 static void
 remember_choice(const MccdbPlanChoice *choice)
 {
-	ChoiceKey	key = choice_key(choice->chosen_plan);
-	ChoiceEntry *e;
-	bool		found;
+	MccdbPlanKey key = mccdb_plan_key(choice->chosen_plan);
+	MccdbPlanChoice *kept;
 	int			i;
 
 	if (choices == NULL)
-		choices = backend_hash("mccdb plan choices", sizeof(ChoiceKey),
-							   sizeof(ChoiceEntry));
-	if (hash_get_num_entries(choices) >= REMEMBERED_CHOICES &&
-		hash_search(choices, &key, HASH_FIND, NULL) == NULL)
-	{
-		HASH_SEQ_STATUS seq;
-		ChoiceEntry *oldest = NULL;
-
-		hash_seq_init(&seq, choices);
-		while ((e = hash_seq_search(&seq)) != NULL)
-			if (oldest == NULL || e->last_used < oldest->last_used)
-				oldest = e;
-		(void) hash_search(choices, &oldest->key, HASH_REMOVE, NULL);
-	}
-	e = hash_search(choices, &key, HASH_ENTER, &found);
-	e->last_used = ++choices_clock;
-	e->choice = *choice;
-	e->choice.chosen_plan = NULL;
+		choices = mccdb_plan_memo_create("mccdb plan choices", sizeof(MccdbPlanChoice),
+										 REMEMBERED_CHOICES);
+	kept = mccdb_plan_memo_enter(choices, &key);
+	*kept = *choice;
+	kept->chosen_plan = NULL;
 	for (i = 0; i < MCCDB_MAX_CANDIDATES; i++)
-		e->choice.candidates[i].plan = NULL;
+		kept->candidates[i].plan = NULL;
 }
 
 /*
@@ -435,33 +355,32 @@ remember_choice(const MccdbPlanChoice *choice)
 static void
 forget_choice(PlannedStmt *plan)
 {
-	ChoiceKey	key;
+	MccdbPlanKey key;
 
-	if (choices == NULL || hash_get_num_entries(choices) == 0 ||
+	if (choices == NULL || mccdb_plan_memo_empty(choices) ||
 		plan->commandType != CMD_SELECT)
 		return;
-	key = choice_key(plan);
-	(void) hash_search(choices, &key, HASH_REMOVE, NULL);
+	key = mccdb_plan_key(plan);
+	mccdb_plan_memo_forget(choices, &key);
 }
 
 /* The candidates the planner chose this plan from, if it did (copied into cxt). */
 const MccdbPlanChoice *
 mccdb_plan_choice_of(PlannedStmt *plan, MemoryContext cxt)
 {
-	ChoiceKey	key;
-	ChoiceEntry *e;
+	MccdbPlanKey key;
+	MccdbPlanChoice *kept;
 	MccdbPlanChoice *copy;
 
 	if (plan == NULL || plan->commandType != CMD_SELECT || choices == NULL ||
-		hash_get_num_entries(choices) == 0)
+		mccdb_plan_memo_empty(choices))
 		return NULL;
-	key = choice_key(plan);
-	e = hash_search(choices, &key, HASH_FIND, NULL);
-	if (e == NULL)
+	key = mccdb_plan_key(plan);
+	kept = mccdb_plan_memo_find(choices, &key);
+	if (kept == NULL)
 		return NULL;
-	e->last_used = ++choices_clock;
 	copy = MemoryContextAlloc(cxt, sizeof(MccdbPlanChoice));
-	*copy = e->choice;
+	*copy = *kept;
 	return copy;
 }
 

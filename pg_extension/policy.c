@@ -15,7 +15,9 @@
  *			first; run times and interference learned online (model.c);
  *	shortest	never leave a slot idle while a query waits; a query
  *			predicted to run at most mccdb.short_query alone runs at once,
- *			beside the others; among the rest, the highest response ratio
+ *			beside the others, as long as fewer short queries run that way
+ *			than there are slots and no long query has waited its own
+ *			predicted run time; among the rest, the highest response ratio
  *			(waited + predicted) / predicted first: short queries first,
  *			and a long one's priority grows while it waits, so none waits
  *			without bound (with clients that wait for their answers,
@@ -212,17 +214,29 @@ pick_predictive(int slots, int64 now_us)
 }
 
 /*
- * The shortest policy's choice; caller holds the lock.  A short query goes
- * at once; else the waiter of the highest response ratio among those that
- * fit in a domain's free slots (work-conserving: a wide parallel query that
- * does not fit yet does not keep the slots idle; mccdb.max_wait bounds its
- * wait).
+ * The shortest policy's choice; caller holds the lock.
+ *
+ * A short query (predicted to run at most mccdb.short_query alone) runs at
+ * once, beside the admitted queries, in the short lane: at most as many
+ * short queries run that way as there are slots, so a stream of them can
+ * neither take the CPUs nor starve the rest.  A waiter that has waited as
+ * long as it is predicted to run is due: while one is, no further short
+ * query goes at once, and the due waiters get the free slots first.  Among
+ * the rest, the highest response ratio (waited + predicted) / predicted
+ * first.  Only a waiter that fits in a domain's free slots is picked
+ * (work-conserving: a wide parallel query that does not fit yet does not
+ * keep the slots idle; mccdb.max_wait bounds its wait).  So a long query
+ * waits at most about its own predicted run time, then for the queries
+ * running when it fell due to free a slot.
  */
 static AdmissionEntry *
 pick_shortest(int64 now_us, bool *at_once)
 {
 	AdmissionEntry *best = NULL;
+	AdmissionEntry *oldest_short = NULL;
 	double		best_ratio = 0;
+	bool		best_due = false;
+	bool		any_due = false;
 	int			max_free = 0;
 	int			widest = mccdb_max_query_slots();
 
@@ -232,25 +246,36 @@ pick_shortest(int64 now_us, bool *at_once)
 	{
 		AdmissionEntry *e = &mccdb_adm->entries[i];
 		double		waited,
+					predicted,
 					ratio;
+		bool		is_short,
+					due;
 
 		if (e->state != ENTRY_WAITING)
 			continue;
-		if (e->predicted * 1000.0 <= mccdb_short_query_ms)
-		{
-			*at_once = true;
-			return e;
-		}
+		waited = (double) (now_us - e->since_us) / 1e6;
+		predicted = Max(e->predicted, 1e-3);
+		is_short = e->predicted * 1000.0 <= mccdb_short_query_ms;
+		due = !is_short && waited >= predicted;
+		any_due |= due;
+		if (is_short && (oldest_short == NULL || e->seq < oldest_short->seq))
+			oldest_short = e;
 		if (Min(e->slots, widest) > max_free)
 			continue;
-		waited = (double) (now_us - e->since_us) / 1e6;
-		ratio = (waited + Max(e->predicted, 1e-3)) / Max(e->predicted, 1e-3);
-		if (best == NULL || ratio > best_ratio ||
-			(ratio == best_ratio && e->seq < best->seq))
+		ratio = (waited + predicted) / predicted;
+		if (best == NULL || (due && !best_due) ||
+			(due == best_due && (ratio > best_ratio ||
+								 (ratio == best_ratio && e->seq < best->seq))))
 		{
 			best = e;
 			best_ratio = ratio;
+			best_due = due;
 		}
+	}
+	if (oldest_short != NULL && !any_due && mccdb_adm->short_used < mccdb_total_slots())
+	{
+		*at_once = true;
+		return oldest_short;
 	}
 	return best;
 }
@@ -260,7 +285,7 @@ pick_shortest(int64 now_us, bool *at_once)
  * state, so every waiter agrees; caller holds the lock.
  */
 AdmissionEntry *
-mccdb_pick_next(int64 now_us)
+mccdb_pick_next(int64 now_us, EntryLane *lane)
 {
 	int			slots = mccdb_total_slots();
 	int			running[2] = {0, 0};
@@ -269,6 +294,8 @@ mccdb_pick_next(int64 now_us)
 	AdmissionEntry *choice = NULL;
 	MccdbSchedule policy = (MccdbSchedule) mccdb_schedule;
 	int			i;
+
+	*lane = LANE_SLOTS;
 
 	for (i = 0; i < mccdb_adm->nentries; i++)
 	{
@@ -301,9 +328,12 @@ mccdb_pick_next(int64 now_us)
 		bool		at_once = false;
 
 		choice = pick_shortest(now_us, &at_once);
-		/* a short query runs beside the others, over the slot count */
+		/* a short query runs beside the others, in the short lane */
 		if (at_once)
+		{
+			*lane = LANE_SHORT;
 			return choice;
+		}
 	}
 	else if (policy == MCCDB_SCHEDULE_ADAPTIVE && mccdb_adm->have_matrix)
 	{

@@ -9,6 +9,7 @@
 
 #include "access/xact.h"
 #include "miscadmin.h"
+#include "server_cost.h"
 #include "state.h"
 #include "tcop/pquery.h"
 #include "utils/memutils.h"
@@ -123,7 +124,7 @@ mccdb_statement_begin(QueryDesc *queryDesc, bool top)
 	st->cxt = cxt;
 	st->level = nesting_level;
 	st->top = top;
-	st->real_cost = mccdb_real_cost(queryDesc->plannedstmt);
+	st->cost_known = mccdb_server_cost(queryDesc->plannedstmt, &st->real_cost);
 	cb->func = statement_context_reset;
 	cb->arg = st;
 	MemoryContextRegisterResetCallback(cxt, cb);

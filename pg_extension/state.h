@@ -27,6 +27,8 @@ struct MccdbPlanChoice;
 typedef struct MccdbAdmission
 {
 	bool		gated;			/* went through the gate (else bypassed) */
+	bool		counted;		/* admitted and not ended: keeps the entry */
+	struct _DestReceiver *receiver;	/* in front of its runs' own (gate.c) */
 	int64		admit_seq;		/* order of admission, from 1 */
 	TimestampTz admitted;
 	TimestampTz released;		/* when the statement gave its slots back */
@@ -46,7 +48,10 @@ typedef struct MccdbStatement
 	bool		top;			/* a client's statement (mccdb_client_statement),
 								 * really executed */
 	bool		explain;		/* the plan an EXPLAIN in progress shows */
-	Cost		real_cost;		/* the plan's cost without disable_cost (locality.h) */
+	Cost		real_cost;		/* the plan's cost under the server's cost settings,
+								 * without disable_cost (server_cost.h) */
+	bool		cost_known;		/* else a plan priced under the session's own
+								 * settings whose server cost was forgotten */
 	bool		have_locality;
 	MccdbLocality locality;		/* estimated once, by mccdb_statement_locality() */
 	const struct MccdbPlanChoice *plan_choice;	/* candidates, if the planner chose */

@@ -3,10 +3,14 @@
  * table_sizes.c
  *		Hash table sizes learned from earlier runs (see table_sizes.h).
  *
- * A shared hash table keyed by (database, queryid, plan node id, kind)
- * holds the peak size each table had in the query's last run.  A queryid
- * names no database (a database made from another as its template has the
- * same relation OIDs, so the same queryids), hence the database in the key;
+ * A shared hash table keyed by (role, database, queryid, plan node id,
+ * kind) holds the peak size each table had in the query's last run.  The
+ * role is in the key because what a query reads depends on who runs it
+ * (row-level security, security barrier views): a size learned from one
+ * role's run would tell another the size of rows it may not see, and one
+ * role's runs would change another's plans and admission.  A queryid names
+ * no database (a database made from another as its template has the same
+ * relation OIDs, so the same queryids), hence the database in the key;
  * and one queryid planned another way gives its node ids to other nodes,
  * hence the relations the node scanned kept in the entry: a size is used
  * only for a node over the same relations.  It is bounded
@@ -20,6 +24,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "miscadmin.h"
 #include "snapshot.h"
 #include "storage/ipc.h"
@@ -32,6 +38,7 @@
 typedef struct LearnedKey
 {
 	uint64		queryid;
+	Oid			userid;
 	Oid			dbid;
 	int32		plan_node_id;
 	int32		kind;			/* MccdbTableKind */
@@ -78,7 +85,7 @@ remove_all_sizes(void)
 }
 
 #define SIZES_FILE MCCDB_SNAPSHOT_PATH("mccdb_table_sizes.stat")
-#define SIZES_MAGIC 0x4d435332	/* change when LearnedSize changes */
+#define SIZES_MAGIC 0x4d435333	/* change when LearnedSize changes */
 
 /* At a clean shutdown of the postmaster: every learned size. */
 static void
@@ -105,6 +112,17 @@ write_sizes_file(int code, Datum arg)
 	mccdb_snapshot_finish(f, SIZES_FILE, ok);
 }
 
+/* An entry as mccdb_learn_table_sizes() writes it. */
+static bool
+size_valid(const LearnedSize *e)
+{
+	return e->key.queryid != 0 &&
+		e->key.kind >= MCCDB_HASH_JOIN && e->key.kind <= MCCDB_RESCANNED_INNER &&
+		e->nrelids >= 0 && e->nrelids <= MCCDB_TABLE_RELIDS &&
+		isfinite(e->bytes) && e->bytes > 0 && e->bytes < 1e18 &&
+		isfinite(e->rows) && e->rows >= 0 && e->runs > 0;
+}
+
 static void
 read_sizes_file(void)
 {
@@ -121,15 +139,16 @@ read_sizes_file(void)
 		LearnedSize *e;
 		bool		found;
 
-		if (!(ok = mccdb_snapshot_get(f, &in, sizeof(in))))
-			break;
-		/* a smaller mccdb.learned_tables than before keeps the first ones */
-		if (hash_get_num_entries(sizes) >= learned_tables)
-			break;
+		ok = mccdb_snapshot_get(f, &in, sizeof(in)) && size_valid(&in);
+		/*
+		 * A smaller mccdb.learned_tables than before keeps the first ones;
+		 * the rest is read all the same, for the checksum that closes it.
+		 */
+		if (!ok || hash_get_num_entries(sizes) >= learned_tables)
+			continue;
 		e = hash_search(sizes, &in.key, HASH_ENTER_NULL, &found);
-		if (e == NULL)
-			break;
-		*e = in;
+		if (e != NULL)
+			*e = in;
 	}
 	/* as the log says: a damaged file is ignored, not half used */
 	if (!mccdb_snapshot_done(f, SIZES_FILE, ok))
@@ -197,6 +216,7 @@ key_of(LearnedKey *key, uint64 queryid, const MccdbTable *t)
 {
 	memset(key, 0, sizeof(*key));
 	key->queryid = queryid;
+	key->userid = GetUserId();
 	key->dbid = MyDatabaseId;
 	key->plan_node_id = t->plan_node_id;
 	key->kind = t->kind;

@@ -1,0 +1,25 @@
+/*-------------------------------------------------------------------------
+ *
+ * server_cost.h
+ *		The cost the gate judges a plan by, computed with the server's cost
+ *		settings: never a number the session sets.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef MCCDB_SERVER_COST_H
+#define MCCDB_SERVER_COST_H
+
+#include "nodes/plannodes.h"
+
+/* The planner hook that prices plans made under a session's own cost settings. */
+extern void mccdb_server_cost_init(void);
+
+/*
+ * The plan's cost under the server's cost settings, without disable_cost:
+ * false when it is not known (a plan made under the session's own cost
+ * settings whose price this backend no longer remembers).  Call it where
+ * the settings are those the plan is run with (the executor).
+ */
+extern bool mccdb_server_cost(PlannedStmt *plan, Cost *cost);
+
+#endif							/* MCCDB_SERVER_COST_H */
