@@ -28,11 +28,14 @@ typedef enum MccdbSchedule
 
 /* GUCs (mccdb.schedule, corun_slots, max_wait, schedule_min_cost, client_stall), shared memory. */
 extern void mccdb_admission_init(void);
+/* After it: what the gate learned, read back when shared memory is made (learned.c). */
+extern void mccdb_learned_init(void);
 extern const char *mccdb_schedule_name(MccdbSchedule policy);
 
 /*
- * Run a statement through the gate: wait until the scheduler admits it (at
- * its first run only), run it, lend its slots until it runs again.
+ * Run a statement through the gate: wait until the scheduler admits it
+ * (each run: the first, and each FETCH of a cursor), run it, lend its slots
+ * until it runs again.
  */
 extern void mccdb_admission_run(MccdbStatement *st, ScanDirection direction,
 								uint64 count, bool execute_once,
@@ -46,12 +49,6 @@ extern void mccdb_admission_discard(void);
 
 /* In a parallel worker: run in the leader's last-level-cache domain. */
 extern void mccdb_admission_parallel_worker(void);
-
-/*
- * The gate's slots in each LLC domain (-1 where the gate does not place
- * queries) and how many are used, for mccdb_llc_domains.
- */
-extern void mccdb_admission_domain_use(int *slots, int *used, int ndomains);
 
 /* Live counts of waiting + running queries per queue, for MLS plan choice. */
 extern void mccdb_admission_queue_counts(int *strong_moderate, int *weak);

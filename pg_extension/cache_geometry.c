@@ -75,7 +75,11 @@ load_geometry(void)
 			 errhint("Set mccdb.llc_size to the size of the last-level cache.")));
 }
 
-/* The GUC; the geometry is read after mccdb.cpu_topology_root is defined. */
+/*
+ * The GUC, and the geometry read in the postmaster (the backends inherit
+ * it): called after mccdb_topology_init(), which defines
+ * mccdb.cpu_topology_root.
+ */
 void
 mccdb_cache_geometry_init(void)
 {
@@ -86,6 +90,7 @@ mccdb_cache_geometry_init(void)
 							0, 0, INT_MAX / 2,
 							PGC_SUSET, GUC_UNIT_KB,
 							NULL, NULL, NULL);
+	(void) mccdb_cache_geometry();
 }
 
 const MccdbCacheGeometry *

@@ -14,21 +14,45 @@
  * The gate is a soft limit on how many queries share the cache, never a
  * lock: it must not stop work that PostgreSQL itself would finish.  So
  * (docs/design.md, "The gate never hangs a workload"):
- *	- a query that waited mccdb.max_wait runs next, whatever the policy or a
- *	  hold;
- *	- a waiter that holds a heavyweight lock another backend waits for is
- *	  admitted at once, once it has waited deadlock_timeout: otherwise an
- *	  admitted query blocked on that lock and the waiter would wait for each
- *	  other where the deadlock detector cannot see it;
- *	- a statement is admitted once; between the fetches of a cursor, and
- *	  while its backend has been blocked writing to its client for
- *	  mccdb.client_stall, its slots are lent to waiting queries, and taken
- *	  back as soon as it runs again;
+ *	- a query that waited mccdb.max_wait takes the next free slot, whatever
+ *	  the policy or a hold;
+ *	- a waiter holding a heavyweight lock that a query running in the gate
+ *	  waits for is admitted once it has waited deadlock_timeout: else the
+ *	  two would wait for each other where the deadlock detector cannot see
+ *	  it (a lock waiter outside the gate holds no slot: no escape for it);
  *	- waiters reload the configuration themselves, so a changed policy or
  *	  slot count reaches them within half a second;
- *	- a hold ends with the session that took it;
+ *	- a hold ends with the session that took it, and never holds that
+ *	  session's own statements;
  *	- statements that read nothing but the extension's own functions (its
  *	  views, the hold, the matrix loader) are never gated.
+ *
+ * The gate's threat model (docs/design.md): it is a boundary between
+ * roles, so nothing it decides by may be a number a session sets.
+ *	- what a session controls: its cost settings (SET, and ALTER ROLE or
+ *	  ALTER DATABASE it owns), its statements, their rows, whether its
+ *	  client reads, its locks, its cursors, functions it writes;
+ *	- so the gate judges a plan by its cost under the server's cost
+ *	  settings (server_cost.c), admits every run of a gated statement (each
+ *	  FETCH of a cursor, wherever the cursor was opened; a statement beside
+ *	  a lent cursor), lets a lent slot be taken back only by waiting (a
+ *	  stalled backend waits when its write returns, gate_receive_slot), and
+ *	  escapes the queue for a lock only for a deadlock it would hide;
+ *	- what a role learns moves only its own predictions: run times are kept
+ *	  per (role, database, queryid, plan class), rates per role
+ *	  (learned.c), hash table sizes per role (table_sizes.c), so that no
+ *	  role sees a size of rows it may not read;
+ *	- what a role sees: every entry of the queue and of the statistics, but
+ *	  another role's queryid, sizes and predictions only with
+ *	  pg_read_all_stats or that role's privileges (gate_sql.c).
+ *	Not covered: statements run inside functions, DO and CALL are nested and
+ *	never gated (their call is judged by its own cost); the online
+ *	interference matrix is learned from every role's co-runs.
+ *
+ * Admitted queries count against one of three lanes (gate_state.h): the
+ * slots, the short queries shortest runs beside them (at most as many), or
+ * the queries admitted for a lock.  After every change under the lock the
+ * counts are checked against the running entries.
  *
  * A slot is never leaked: an error in the run releases the entry, a reset
  * callback on the statement's memory context covers a statement dropped
@@ -41,7 +65,7 @@
 #include "postgres.h"
 
 #include "access/parallel.h"
-#include "admission_internal.h"
+#include "gate_state.h"
 #include "affinity.h"
 #include "catalog/dependency.h"
 #include "catalog/pg_class.h"

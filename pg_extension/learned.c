@@ -27,7 +27,7 @@
 #include <math.h>
 #include <unistd.h>
 
-#include "admission_internal.h"
+#include "gate_state.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -38,6 +38,7 @@
 #include "table_sizes.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 
 #define MATRIX_FILE "mccdb_interference.matrix"
 #define MATRIX_MAGIC "mccdb interference matrix 1"
@@ -68,8 +69,8 @@ slowdown_valid(double s)
 }
 
 /* The matrix file: a header line, then "target corunner slowdown" lines. */
-bool
-mccdb_read_matrix_file(double matrix[MODEL_CLASSES][MODEL_CLASSES])
+static bool
+read_matrix_file(double matrix[MODEL_CLASSES][MODEL_CLASSES])
 {
 	FILE	   *f = AllocateFile(MATRIX_FILE, "r");
 	char		line[128];
@@ -219,12 +220,45 @@ read_learned_file(void)
 		mccdb_forget_learned();
 }
 
-/* At shared memory creation: what the server learned before a clean stop. */
-void
-mccdb_learned_startup(void)
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static void remove_matrix_temp_files(void);
+
+/*
+ * The postmaster has created the gate's shared memory (the hook before
+ * this one, gate_state.c): the matrix the server had (after a restart or
+ * crash recovery), and what it learned before a clean stop, written again
+ * at the next.
+ */
+static void
+learned_shmem_startup(void)
 {
+	double		matrix[MODEL_CLASSES][MODEL_CLASSES];
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	if (IsUnderPostmaster || mccdb_adm == NULL)
+		return;
+	remove_matrix_temp_files();
+	if (read_matrix_file(matrix))
+	{
+		memcpy(mccdb_adm->interference, matrix, sizeof(matrix));
+		mccdb_adm->have_matrix = true;
+	}
 	read_learned_file();
 	on_shmem_exit(write_learned_file, (Datum) 0);
+	if (strcmp(GetConfigOption("compute_query_id", false, false), "off") == 0)
+		ereport(LOG,
+				(errmsg("mccdb: compute_query_id is off: run times and mccdb_query_stats are not kept"),
+				 errhint("Set compute_query_id to auto (its default) or on.")));
+}
+
+/* After mccdb_admission_init(): the learned state's start-up. */
+void
+mccdb_learned_init(void)
+{
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = learned_shmem_startup;
 }
 
 KnownQuery *
@@ -501,8 +535,8 @@ install_matrix(double matrix[MODEL_CLASSES][MODEL_CLASSES])
  * A backend that crashed while writing the matrix left its temporary file:
  * the postmaster removes such files before anything reads the matrix.
  */
-void
-mccdb_remove_matrix_temp_files(void)
+static void
+remove_matrix_temp_files(void)
 {
 	DIR		   *dir = AllocateDir(".");
 	struct dirent *de;

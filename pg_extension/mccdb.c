@@ -110,7 +110,7 @@ run_nested(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
 	PG_END_TRY();
 }
 
-/* The admission gate stands in front of every run (admission.c). */
+/* The admission gate stands in front of every run (gate.c). */
 static void
 executor_run(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
 			 bool execute_once)
@@ -264,8 +264,8 @@ _PG_init(void)
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
-	mccdb_cache_geometry_init();
 	mccdb_topology_init();
+	mccdb_cache_geometry_init();
 	mccdb_locality_init();
 	mccdb_table_sizes_init();
 	mccdb_explain_init();
@@ -274,6 +274,7 @@ _PG_init(void)
 	/* after plan choice: its planner hook prices the plan plan choice returns */
 	mccdb_server_cost_init();
 	mccdb_admission_init();
+	mccdb_learned_init();
 	mccdb_query_stats_init();
 	mccdb_counters_init();
 	mccdb_partition_init();

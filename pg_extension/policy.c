@@ -33,7 +33,7 @@
  */
 #include "postgres.h"
 
-#include "admission_internal.h"
+#include "gate_state.h"
 #include "cache_geometry.h"
 #include "utils/memutils.h"
 

@@ -20,7 +20,7 @@
  */
 #include "postgres.h"
 
-#include "admission_internal.h"
+#include "gate_state.h"
 #include "catalog/pg_authid.h"
 #include "compat.h"
 #include "funcapi.h"
@@ -353,7 +353,7 @@ mccdb_query_stats(PG_FUNCTION_ARGS)
 	mccdb_query_stats_report();		/* this session's own counts too */
 	InitMaterializedSRF(fcinfo, 0);
 	/* 1.2 had the first 13 columns */
-	mccdb_require_columns(rsinfo, 13, 15);
+	mccdb_require_columns(rsinfo->setDesc, 13, 15);
 	copy = palloc(sizeof(KnownQuery) * KNOWN_QUERIES);
 	LWLockAcquire(mccdb_adm->lock, LW_SHARED);
 	for (i = 0; i < KNOWN_QUERIES; i++)

@@ -8,7 +8,7 @@
  * statistics (pgstat_register_kind): kept in its shared hash, written to
  * pg_stat/pgstat.stat at a clean shutdown like every pg_stat view, dropped
  * after a crash, when mccdb.stats_kind names an ID.  Before 18, or with
- * mccdb.stats_kind = 0 (the default), they stay in the caller's own memory (admission.c's known queries, saved with what it
+ * mccdb.stats_kind = 0 (the default), they stay in the caller's own memory (learned.c's known queries, saved with what it
  * learned).
  *
  * The gate counts while it holds its lock, where nothing may throw: there

@@ -7,7 +7,7 @@
  *		state of each statement it executes.
  *
  * The state flows one way: mccdb.c (the hooks) creates a statement's state
- * at ExecutorStart and hands it to partition.c, admission.c, counters.c,
+ * at ExecutorStart and hands it to partition.c, gate.c, counters.c,
  * explain.c and recent.c in turn; none of them reaches back into mccdb.c.
  *
  *-------------------------------------------------------------------------
@@ -23,7 +23,7 @@
 
 struct MccdbPlanChoice;
 
-/* What the admission gate decided for a statement (admission.c). */
+/* What the admission gate decided for a statement (gate.c). */
 typedef struct MccdbAdmission
 {
 	bool		gated;			/* went through the gate (else bypassed) */

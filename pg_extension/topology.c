@@ -17,9 +17,9 @@
  * contradicts itself, all online CPUs form one domain and the reason is
  * kept: the gate then behaves as it does on a machine with one LLC.
  *
- * Read once in the postmaster and inherited by the backends (with the cache
- * geometry), or at the first use in a backend of a server that does not
- * preload mccdb.
+ * Read once in the postmaster and inherited by the backends, or at the
+ * first use in a backend of a server that does not preload mccdb.  The
+ * view of the domains and their slots is the gate's (gate_sql.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -28,14 +28,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "admission.h"
-#include "cache_geometry.h"
 #include "catalog/pg_authid_d.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "pagecolor.h"
-#include "state.h"
 #include "topology.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -294,9 +291,8 @@ mccdb_topology_init(void)
 							   SYSFS_CPU_DIR,
 							   PGC_POSTMASTER, GUC_SUPERUSER_ONLY,
 							   NULL, NULL, NULL);
-	/* in the postmaster (shared_preload_libraries): the backends inherit them */
+	/* in the postmaster (shared_preload_libraries): the backends inherit it */
 	(void) mccdb_topology();
-	(void) mccdb_cache_geometry();
 }
 
 const char *
@@ -335,52 +331,3 @@ mccdb_topology(void)
 	return &topology;
 }
 
-
-PG_FUNCTION_INFO_V1(mccdb_llc_domains);
-
-/*
- * The last-level-cache domains as the gate uses them: the CPUs of each,
- * its slots and how many are in use (admission.c).  Without placement, or
- * on a machine with one LLC, the gate has one domain: the first row holds
- * its slots.
- */
-Datum
-mccdb_llc_domains(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	const MccdbTopology *t = mccdb_topology();
-	int			slots[MCCDB_MAX_LLC_DOMAINS];
-	int			used[MCCDB_MAX_LLC_DOMAINS] = {0};
-
-	mccdb_require_preload();
-	InitMaterializedSRF(fcinfo, 0);
-	if (rsinfo->setDesc->natts != 8)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("mccdb's SQL objects do not match its library"),
-				 errdetail("The function returns %d columns; this library fills %d.",
-						   rsinfo->setDesc->natts, 8),
-				 errhint("Run ALTER EXTENSION mccdb UPDATE.")));
-	mccdb_admission_domain_use(slots, used, t->ndomains);
-	for (int i = 0; i < t->ndomains; i++)
-	{
-		const MccdbLlcDomain *d = &t->domains[i];
-		Datum		values[8];
-		bool		nulls[8] = {false};
-
-		values[0] = Int32GetDatum(i);
-		values[1] = CStringGetTextDatum(mccdb_format_cpu_list(&d->cpus));
-		values[2] = Int32GetDatum(d->ncpus);
-		values[3] = Int32GetDatum(d->level);
-		nulls[3] = d->level == 0;
-		values[4] = Int64GetDatum(d->size);
-		nulls[4] = d->size == 0;
-		values[5] = Int32GetDatum(slots[i]);
-		nulls[5] = slots[i] < 0;
-		values[6] = Int32GetDatum(used[i]);
-		nulls[6] = slots[i] < 0;
-		values[7] = CStringGetTextDatum(mccdb_topology_source());
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	return (Datum) 0;
-}

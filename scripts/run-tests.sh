@@ -74,7 +74,8 @@ start_test_cluster() {
 	"$MCCDB_ROOT/scripts/pg-cluster.sh" install || exit 1
 	"$MCCDB_ROOT/scripts/pg-cluster.sh" start test --port "$TEST_PORT" \
 		--set "shared_buffers = 256MB" --set "work_mem = 64MB" \
-		--set "max_parallel_workers_per_gather = 0" || exit 1
+		--set "max_parallel_workers_per_gather = 0" \
+		--set "max_connections = 100" || exit 1
 	pg_env test
 	# The SSB database the extension's accuracy tests run on.
 	load_unless_loaded ssb ssb_generate "$SSB_SCALE" ||
@@ -107,6 +108,10 @@ test_extension() {
 	psql_q -d mccdb_tap -c "create extension if not exists mccdb" -c "alter extension mccdb update" -c "create extension if not exists pgtap"
 	run_pgtap_dir "$MCCDB_ROOT/pg_extension/test" mccdb_tap
 	run_pgtap_dir "$MCCDB_ROOT/pg_extension/test/ssb" ssb
+	# the objects of the PostgreSQL 15 build in the source tree (18 builds elsewhere)
+	[ "$PG_MAJOR" = 15 ] &&
+		check "the extension's C files call one another one way, no circle (nm of the objects)" \
+			"$LOGDIR/layers.log" "$PY" "$MCCDB_ROOT/pg_extension/test/check_layers.py" "$MCCDB_ROOT/pg_extension"
 	check "resctrl back end against a fake resctrl tree" "$LOGDIR/resctrl.log" \
 		make -s -C "$MCCDB_ROOT/pg_extension" test/resctrl/run
 	check "predictive policy: admission rule with fixed predictions, learning from synthetic completions" \

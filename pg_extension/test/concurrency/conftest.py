@@ -41,6 +41,22 @@ def server_log():
         tail.text = f.read().decode(errors="replace")
 
 
+def recreate_roles(c, roles):
+    """Plain login roles, made anew (what an earlier run left is dropped)."""
+    for r in roles:
+        if c.execute("select 1 from pg_roles where rolname = %s", (r,)).fetchone():
+            c.execute(f"drop owned by {r}")
+            c.execute(f"drop role {r}")
+        c.execute(f"create role {r} login")
+
+
+def drop_roles(c, roles):
+    """The roles, what they own and what they were granted."""
+    for r in roles:
+        c.execute(f"drop owned by {r}")
+        c.execute(f"drop role {r}")
+
+
 def connect(**kw):
     return psycopg.connect(dbname=DB, autocommit=True, **kw)
 

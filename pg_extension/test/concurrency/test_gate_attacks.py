@@ -13,7 +13,8 @@ import time
 
 import psycopg
 import pytest
-from conftest import DB, configure, connect, wait_until
+from conftest import DB, configure, connect, recreate_roles, wait_until
+from test_gate_never_hangs import in_thread
 
 ATTACKER, VICTIM = "mccdb_gt_attacker", "mccdb_gt_victim"
 # a join the server's cost settings price well above mccdb.schedule_min_cost
@@ -35,11 +36,7 @@ def connect_as(role, **kw):
 def roles():
     with connect() as c:
         c.execute("drop table if exists atk_big, atk_small, atk_rls, atk_probe")
-        for r in (ATTACKER, VICTIM):
-            if c.execute("select 1 from pg_roles where rolname = %s", (r,)).fetchone():
-                c.execute(f"drop owned by {r}")
-                c.execute(f"drop role {r}")
-            c.execute(f"create role {r} login")
+        recreate_roles(c, (ATTACKER, VICTIM))
         c.execute("create table atk_big (id int, v int)")
         c.execute("insert into atk_big select g, g % 1000 + 1 from generate_series(1, 100000) g")
         c.execute("create table atk_small (id int primary key, pad text)")
@@ -66,20 +63,6 @@ def roles():
             c.execute(f"drop owned by {r}")
             c.execute(f"alter role {r} reset all")
             c.execute(f"drop role {r}")
-
-
-def in_thread(fn):
-    result, errors = [], []
-
-    def body():
-        try:
-            result.append(fn())
-        except Exception as e:  # reported by the test
-            errors.append(e)
-
-    t = threading.Thread(target=body)
-    t.start()
-    return t, result, errors
 
 
 def state_of(ctl, pid):
@@ -426,3 +409,18 @@ def test_create_table_as_is_gated(ctl, roles):
         ctl.execute("select mccdb_hold_admission(true)")
         assert_waits_in_held_gate(ctl, c, f"create temp table atk_ctas as {BIG}")
         assert c.execute("select * from atk_ctas").fetchall() == [(100000,)]
+
+
+def test_every_role_reads_the_queue_and_the_statistics_without_a_grant(ctl, roles):
+    # (issue 48: the views had no GRANT; 1.4 grants them to PUBLIC)
+    ctl.execute("drop role if exists mccdb_gt_nobody")
+    ctl.execute("create role mccdb_gt_nobody login")
+    try:
+        with psycopg.connect(dbname=DB, user="mccdb_gt_nobody", autocommit=True) as c:
+            c.execute("select count(*) from mccdb_queue").fetchone()
+            c.execute("select count(*) from mccdb_query_stats").fetchone()
+            # another role's queryids stay hidden: none it may see are shown
+            assert c.execute("select count(*) from mccdb_query_stats "
+                             "where queryid is not null").fetchone()[0] == 0
+    finally:
+        ctl.execute("drop role mccdb_gt_nobody")

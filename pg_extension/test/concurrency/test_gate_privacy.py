@@ -14,7 +14,7 @@ import time
 
 import psycopg
 import pytest
-from conftest import DB, configure, wait_until
+from conftest import DB, configure, drop_roles, recreate_roles, wait_until
 
 ALICE, BOB, READER = "mccdb_gt_alice", "mccdb_gt_bob", "mccdb_gt_reader"
 ROLES = (ALICE, BOB, READER)
@@ -31,11 +31,7 @@ def connect_as(role, **kw):
 def roles():
     with psycopg.connect(dbname=DB, autocommit=True) as c:
         c.execute("drop table if exists gt_priv_big, gt_priv_small")
-        for r in ROLES:
-            if c.execute("select 1 from pg_roles where rolname = %s", (r,)).fetchone():
-                c.execute(f"drop owned by {r}")
-                c.execute(f"drop role {r}")
-            c.execute(f"create role {r} login")
+        recreate_roles(c, ROLES)
         c.execute(f"grant pg_read_all_stats to {READER}")
         c.execute("create table gt_priv_big (id int, v int)")
         c.execute("insert into gt_priv_big select g, g from generate_series(1, 20000) g")
@@ -49,9 +45,7 @@ def roles():
     with psycopg.connect(dbname=DB, autocommit=True) as c:
         c.execute("select mccdb_hold_admission(false)")
         c.execute("drop table if exists gt_priv_big, gt_priv_small")
-        for r in ROLES:
-            c.execute(f"drop owned by {r}")     # the grants on the extension's objects
-            c.execute(f"drop role {r}")
+        drop_roles(c, ROLES)
 
 
 def queryid_of(ctl, sql):

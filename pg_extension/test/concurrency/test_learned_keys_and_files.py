@@ -79,6 +79,8 @@ def test_one_query_in_two_databases_learns_two_alone_times(server, two_databases
 
 CELL = struct.Struct("<ddq")            # ModelCell: log_estimate, weight, samples
 HEADER = struct.Struct("<IIQ")          # MccdbSnapshotHeader: magic, entry_size, nentries
+ROLE_RATE = struct.Struct("<I4xddqq")    # RoleRate: userid, its rate (a ModelCell), last used
+ROLE_RATES = 64
 CLASSES = 3
 
 
@@ -106,18 +108,21 @@ def test_crc32c_is_postgresqls():
 
 
 def set_rate_weight(path, weight):
-    """Write weight into the seconds-per-cost cell of a learned-state file
-    (it follows the 3x3 matrix cells); when the file closes with a
-    checksum, a right one for the new contents, so only the value is bad."""
+    """Write weight into the learned seconds-per-cost cell of a
+    learned-state file (the roles' rates follow the 3x3 matrix cells);
+    when the file closes with a checksum, a right one for the new contents,
+    so only the value is bad."""
     data = bytearray(path.read_bytes())
     _, entry_size, nentries = HEADER.unpack_from(data)
-    fixed = HEADER.size + (CLASSES * CLASSES + 1) * CELL.size
+    rates = HEADER.size + CLASSES * CLASSES * CELL.size
+    fixed = rates + ROLE_RATES * ROLE_RATE.size
     rest = len(data) - fixed - nentries * entry_size
     assert rest in (0, 4), f"unexpected layout: {len(data)} bytes"
-    at = HEADER.size + CLASSES * CLASSES * CELL.size
-    log_estimate, old, samples = CELL.unpack_from(data, at)
-    assert old > 0, "the rate was learned"
-    CELL.pack_into(data, at, log_estimate, weight, samples)
+    learned = [rates + i * ROLE_RATE.size for i in range(ROLE_RATES)
+               if ROLE_RATE.unpack_from(data, rates + i * ROLE_RATE.size)[2] > 0]
+    assert len(learned) == 1, "one role's rate was learned"
+    userid, log_estimate, old, samples, used = ROLE_RATE.unpack_from(data, learned[0])
+    ROLE_RATE.pack_into(data, learned[0], userid, log_estimate, weight, samples, used)
     if rest == 4:
         struct.pack_into("<I", data, len(data) - 4, crc32c(bytes(data[:-4])))
     path.write_bytes(bytes(data))

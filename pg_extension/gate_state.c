@@ -1,28 +1,24 @@
 /*-------------------------------------------------------------------------
  *
- * admission.c
- *		Co-scheduling of queries (MCC-DB sections 5.2 and 6.3): the gate's
- *		settings, its shared memory and the views of it.  A gate in front of
- *		ExecutorRun lets at most mccdb.corun_slots queries run at once and
- *		the policy chooses which waiting query goes next.
+ * gate_state.c
+ *		The admission gate's settings and shared memory (MCC-DB sections 5.2
+ *		and 6.3): the bottom of the gate, which calls nothing above it.
  *
- * The gate is four files (admission_internal.h):
- *	admission.c		settings, shared memory, mccdb_queue, mccdb_scheduler,
- *					mccdb_hold_admission
+ * The gate is in layers (gate_state.h), each calling only those below it,
+ * as PostgreSQL's lock manager sits under its SQL functions:
+ *	gate_sql.c		mccdb_queue, mccdb_scheduler, mccdb_hold_admission,
+ *					mccdb_llc_domains (read the layers below)
  *	gate.c			enqueue, wait, admit, lend, release
- *	policy.c		SLS, MLS, adaptive, predictive; placement in LLC domains
- *	learned.c		run times, interference matrices, their files and views
+ *	policy.c		which waiter goes next (SLS, MLS, adaptive, predictive,
+ *					shortest) and in which LLC domain; reads, never writes
+ *	learned.c		run times, rates, interference matrices, their files
+ *					and functions
+ *	gate_state.c	settings, shared memory, the lock
  *
  * Shared memory holds one entry per backend: waiting, running or lending
  * its slots, its locality class (which of the paper's two queues it is in),
  * its hash table size and the slots it takes (1 + planned parallel
  * workers).
- *
- * What a role may see (as pg_stat_activity and pg_stat_statements decide):
- * every row of mccdb_queue, but the hash table size and predicted run time
- * of another role's statement only with pg_read_all_stats.  A hold belongs
- * to the session that took it: another session may end it only with the
- * privileges of the holder's role.
  *
  *-------------------------------------------------------------------------
  */
@@ -30,7 +26,7 @@
 
 #include <time.h>
 
-#include "admission_internal.h"
+#include "gate_state.h"
 #include "catalog/pg_authid.h"
 #include "compat.h"
 #include "funcapi.h"
@@ -66,9 +62,6 @@ AdmissionShared *mccdb_adm = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-PG_FUNCTION_INFO_V1(mccdb_queue);
-PG_FUNCTION_INFO_V1(mccdb_scheduler);
-PG_FUNCTION_INFO_V1(mccdb_hold_admission);
 
 const char *
 mccdb_schedule_name(MccdbSchedule policy)
@@ -93,14 +86,6 @@ mccdb_monotonic_us(void)
 	return (int64) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static const char *
-entry_state_name(EntryState state)
-{
-	static const char *const names[] = {"free", "waiting", "running", "lent"};
-
-	return names[state];
-}
-
 static Size
 admission_shmem_size(void)
 {
@@ -121,7 +106,6 @@ static void
 admission_shmem_startup(void)
 {
 	bool		found;
-	double		matrix[MODEL_CLASSES][MODEL_CLASSES];
 
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
@@ -137,22 +121,6 @@ admission_shmem_startup(void)
 		mccdb_adm->next_admit_seq = 1;
 	}
 	LWLockRelease(AddinShmemInitLock);
-
-	if (found || IsUnderPostmaster)
-		return;
-	/* After a restart or crash recovery: the matrix the server had. */
-	mccdb_remove_matrix_temp_files();
-	if (mccdb_read_matrix_file(matrix))
-	{
-		memcpy(mccdb_adm->interference, matrix, sizeof(matrix));
-		mccdb_adm->have_matrix = true;
-	}
-	/* After a clean restart: what was learned; written again at shutdown. */
-	mccdb_learned_startup();
-	if (strcmp(GetConfigOption("compute_query_id", false, false), "off") == 0)
-		ereport(LOG,
-				(errmsg("mccdb: compute_query_id is off: run times and mccdb_query_stats are not kept"),
-				 errhint("Set compute_query_id to auto (its default) or on.")));
 }
 
 void
@@ -278,9 +246,9 @@ mccdb_admission_require_shmem(void)
  * from the left; heap_form_tuple takes as many as the definition has).
  */
 void
-mccdb_require_columns(ReturnSetInfo *rsinfo, int min, int max)
+mccdb_require_columns(TupleDesc desc, int min, int max)
 {
-	int			natts = rsinfo->setDesc->natts;
+	int			natts = desc->natts;
 
 	if (natts < min || natts > max)
 		ereport(ERROR,
@@ -291,102 +259,6 @@ mccdb_require_columns(ReturnSetInfo *rsinfo, int min, int max)
 				 errdetail("The function returns %d columns; this library fills %d to %d.",
 						   natts, min, max),
 				 errhint("Run ALTER EXTENSION mccdb UPDATE.")));
-}
-
-/*
- * The running, lending and waiting queries, oldest first.  Every role sees
- * every row, as in pg_stat_activity; what a statement is (its hash tables,
- * its predicted run time) only its own role and pg_read_all_stats see.
- */
-Datum
-mccdb_queue(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	AdmissionEntry *copy;
-	bool		all_visible = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
-	int			n = 0,
-				i;
-	int64		now_us = mccdb_monotonic_us();
-
-	mccdb_admission_require_shmem();
-	InitMaterializedSRF(fcinfo, 0);
-	/* 1.0 had the first 9 columns, 1.1 the first 10, 1.2 11: the library may be newer */
-	mccdb_require_columns(rsinfo, 9, 13);
-	copy = palloc(sizeof(AdmissionEntry) * mccdb_adm->nentries);
-	LWLockAcquire(mccdb_adm->lock, LW_SHARED);
-	for (i = 0; i < mccdb_adm->nentries; i++)
-		if (mccdb_adm->entries[i].state != ENTRY_FREE)
-			copy[n++] = mccdb_adm->entries[i];
-	LWLockRelease(mccdb_adm->lock);
-
-	for (i = 0; i < n; i++)
-	{
-		AdmissionEntry *e = &copy[i];
-		bool		visible = all_visible || has_privs_of_role(GetUserId(), e->userid);
-		Datum		values[13];
-		bool		nulls[13] = {0};
-
-		values[0] = Int32GetDatum(e->pid);
-		values[1] = CStringGetTextDatum(entry_state_name(e->state));
-		values[2] = CStringGetTextDatum(MCCDB_QUEUE_OF(e->cls) == 0 ? "strong/moderate" : "weak");
-		values[3] = CStringGetTextDatum(mccdb_locality_class_name(e->cls));
-		values[4] = Int64GetDatum(mccdb_double_to_int64(e->bytes));
-		nulls[4] = !visible;
-		values[5] = Int32GetDatum(e->slots);
-		values[6] = TimestampTzGetDatum(e->since);
-		values[7] = Float8GetDatum((double) (now_us - e->since_us) / 1000.0);
-		values[8] = Int64GetDatum(e->seq);
-		values[9] = Float8GetDatum(e->predicted);
-		nulls[9] = !visible;
-		values[10] = Int32GetDatum(e->domain);
-		nulls[10] = e->state == ENTRY_WAITING;
-		values[11] = ObjectIdGetDatum(e->userid);
-		values[12] = ObjectIdGetDatum(e->dbid);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	return (Datum) 0;
-}
-
-/* The LLC domains' slots and their use, for mccdb_llc_domains (topology.c). */
-void
-mccdb_admission_domain_use(int *slots, int *used, int ndomains)
-{
-	int			nd = mccdb_adm ? mccdb_gate_domains() : 0;
-
-	for (int d = 0; d < ndomains; d++)
-		slots[d] = d < nd ? mccdb_domain_slots(d) : -1;
-	if (mccdb_adm == NULL)
-		return;
-	LWLockAcquire(mccdb_adm->lock, LW_SHARED);
-	memcpy(used, mccdb_adm->domain_used, sizeof(int) * Min(ndomains, MCCDB_MAX_LLC_DOMAINS));
-	LWLockRelease(mccdb_adm->lock);
-}
-
-/* One row: policy, slots, use, hold, counters. */
-Datum
-mccdb_scheduler(PG_FUNCTION_ARGS)
-{
-	TupleDesc	tupdesc;
-	Datum		values[10];
-	bool		nulls[10] = {0};
-
-	mccdb_admission_require_shmem();
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	LWLockAcquire(mccdb_adm->lock, LW_SHARED);
-	values[0] = CStringGetTextDatum(mccdb_schedule_name(mccdb_schedule));
-	values[1] = Int32GetDatum(mccdb_total_slots());
-	values[2] = Int32GetDatum(mccdb_adm->used_slots);
-	values[3] = BoolGetDatum(mccdb_adm->held_by != 0);
-	values[4] = Int64GetDatum(mccdb_adm->admitted_total);
-	values[5] = Int64GetDatum(mccdb_adm->starved_total);
-	values[6] = BoolGetDatum(mccdb_adm->have_matrix);
-	values[7] = Int32GetDatum(mccdb_adm->held_by);
-	nulls[7] = mccdb_adm->held_by == 0;
-	values[8] = Int64GetDatum(mccdb_adm->lock_admitted_total);
-	values[9] = Int64GetDatum(mccdb_adm->lent_total);
-	LWLockRelease(mccdb_adm->lock);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
 /* DISCARD ALL: this session's hold ends (a pooler hands the session on). */
@@ -404,56 +276,4 @@ mccdb_admission_discard(void)
 	LWLockRelease(mccdb_adm->lock);
 	if (had_hold)
 		ConditionVariableBroadcast(&mccdb_adm->cv);
-}
-
-/*
- * Hold admission (queue everything, run nothing new) or release it: how a
- * static batch, as in the paper's experiments, is submitted "together".
- * The hold belongs to the session that took it and ends with it or with its
- * DISCARD ALL (what a pooler runs before handing the session on); another
- * session may end it only with the privileges of the holder's role (as
- * pg_cancel_backend decides), and nobody takes it over silently.
- * mccdb.max_wait still admits.
- */
-Datum
-mccdb_hold_admission(PG_FUNCTION_ARGS)
-{
-	bool		hold = PG_GETARG_BOOL(0);
-	int			holder;
-	Oid			holder_role;
-
-	mccdb_admission_require_shmem();
-	mccdb_gate_exit_callback();
-	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
-	holder = mccdb_adm->held_by;
-	holder_role = mccdb_adm->held_by_role;
-	if (hold && holder == 0)
-	{
-		mccdb_adm->held_by = MyProcPid;
-		mccdb_adm->held_by_role = GetUserId();
-	}
-	LWLockRelease(mccdb_adm->lock);
-
-	if (hold)
-	{
-		if (holder != 0 && holder != MyProcPid)
-			ereport(ERROR,
-					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-					 errmsg("admission is already held by process %d", holder),
-					 errhint("Wait until that session calls mccdb_hold_admission(false) or ends.")));
-		PG_RETURN_VOID();
-	}
-	if (holder == 0)
-		PG_RETURN_VOID();
-	if (holder != MyProcPid && !has_privs_of_role(GetUserId(), holder_role))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to end the hold of process %d", holder),
-				 errdetail("Only roles with the privileges of the role that took the hold may end it.")));
-	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
-	if (mccdb_adm->held_by == holder)
-		mccdb_adm->held_by = 0;
-	LWLockRelease(mccdb_adm->lock);
-	ConditionVariableBroadcast(&mccdb_adm->cv);
-	PG_RETURN_VOID();
 }

@@ -1,14 +1,17 @@
 /*-------------------------------------------------------------------------
  *
- * admission_internal.h
- *		The admission gate's shared memory, shared by the files that make up
- *		the gate and nothing else:
+ * gate_state.h
+ *		The admission gate's shared state, shared by the files that make up
+ *		the gate and nothing else.  The files are layers, each calling only
+ *		those below it (pg_extension/test/check_layers.py keeps it so):
  *
- *	admission.c		settings, shared memory, the scheduler's views
+ *	gate_sql.c		the SQL functions: mccdb_queue, mccdb_scheduler,
+ *					mccdb_hold_admission, mccdb_llc_domains
  *	gate.c			enqueue, wait, admit, lend, release (the hot path)
  *	policy.c		which waiter goes next, and in which LLC domain
- *	learned.c		what is learned and kept: run times, the interference
- *					matrix, its file
+ *	learned.c		what is learned and kept: run times, rates, the
+ *					interference matrix, their files and functions
+ *	gate_state.c	settings, shared memory, the lock
  *
  * Every field of AdmissionShared is read and written under its lock.
  * Times that are compared between backends are monotonic microseconds
@@ -18,8 +21,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef MCCDB_ADMISSION_INTERNAL_H
-#define MCCDB_ADMISSION_INTERNAL_H
+#ifndef MCCDB_GATE_STATE_H
+#define MCCDB_GATE_STATE_H
 
 #include "admission.h"
 #include "nodes/execnodes.h"
@@ -149,7 +152,7 @@ mccdb_entry_key(const AdmissionEntry *e)
 	return key;
 }
 
-/* Settings (admission.c). */
+/* Settings (gate_state.c). */
 extern int	mccdb_schedule;
 extern int	mccdb_corun_slots;
 extern int	mccdb_max_wait_ms;
@@ -164,9 +167,9 @@ extern int	mccdb_short_query_ms;
 /* A clock all backends share that never steps: microseconds. */
 extern int64 mccdb_monotonic_us(void);
 
-/* admission.c: the SQL functions' checks. */
+/* gate_state.c: the SQL functions' checks. */
 extern void mccdb_admission_require_shmem(void);
-extern void mccdb_require_columns(ReturnSetInfo *rsinfo, int min, int max);
+extern void mccdb_require_columns(TupleDesc desc, int min, int max);
 
 /* gate.c */
 extern void mccdb_gate_account_running(int64 now_us);
@@ -183,12 +186,9 @@ extern AdmissionEntry *mccdb_pick_next(int64 now_us, EntryLane *lane);
 extern void mccdb_policy_prepare(void);
 
 /* learned.c */
-extern bool mccdb_read_matrix_file(double matrix[MODEL_CLASSES][MODEL_CLASSES]);
-extern void mccdb_learned_startup(void);
 extern void mccdb_forget_learned(void);
-extern void mccdb_remove_matrix_temp_files(void);
 extern KnownQuery *mccdb_known_query(const MccdbQueryKey *key, bool create, int64 now_us);
 extern double mccdb_predict_seconds(const MccdbQueryKey *key, double cost, int64 now_us);
 extern void mccdb_learn_from(AdmissionEntry *e, int64 now_us);
 
-#endif							/* MCCDB_ADMISSION_INTERNAL_H */
+#endif							/* MCCDB_GATE_STATE_H */
