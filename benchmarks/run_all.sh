@@ -9,6 +9,8 @@
 #                      (default 8: about 4 min to load, 7.4 GB, 27 min to run)
 #   MCCDB_BENCH_TPCH_SCALE  the TPC-H scale of the estimation page (default 0.1)
 # Each bench line is the command its page names (benchmarks/tests checks it).
+# `benchmarks/run_all.sh oltp` (make bench-oltp) runs only the OLTP cost
+# pages (issue 49) on the same cluster, without loading the other data sets.
 set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 PORT=${MCCDB_BENCH_PORT:-54400}
@@ -23,6 +25,18 @@ scripts/pg-cluster.sh start bench --port "$PORT" --set "shared_buffers = 4GB" \
 	--set "mccdb.llc_size = '$LLC'"
 trap 'scripts/pg-cluster.sh stop bench' EXIT
 eval "$(scripts/pg-cluster.sh env bench)"
+# What mccdb costs pgbench, feature by feature, by subtraction (issue 49;
+# mccdb_bench.oltp_cost restarts the cluster for every run): every pgbench
+# script, protocol and client count for the configurations the issue's
+# targets name, then each feature alone on two scripts at 4 clients.
+oltp_cost_pages() {
+	bench oltp_cost --db pgbench --scale 10 --configs stock,all-off,defaults,defaults-shortest --seconds 15 --warmup 3 --reps 8 --name oltp-cost-targets
+	bench oltp_cost --db pgbench --scale 10 --scripts select-only,tpcb-like --clients 4 --seconds 15 --warmup 3 --reps 8 --name oltp-cost-features
+}
+if [ "${1:-}" = oltp ]; then
+	oltp_cost_pages
+	exit 0
+fi
 # plq: SSB with a larger part table (the PLQ hash tables span the classes)
 load_unless_loaded plq ssb_generate "$SF" --part-rows "$PARTS" --no-foreign-keys
 load_unless_loaded ssb ssb_generate "$SF"
@@ -54,6 +68,7 @@ bench scheduler_overhead --db ssb
 bench mechanism_costs --db plq --reps 5
 bench planning_overhead --scale "$SF"
 bench oltp_overhead --scale 10 --clients 4 --seconds 20 --reps 3
+oltp_cost_pages
 bench workload --db ssb --mix short --mode closed --clients 6 --per-client 10 --configs stock,pgbouncer,off,mccdb:predictive,mccdb:shortest --reps 3
 bench workload --db ssb --mix short --mode open --load 0.95 --capacity 13218 --clients 6 --per-client 10 --arrivals 60 --seconds 600 --configs stock,pgbouncer,off,mccdb:predictive,mccdb:shortest --reps 3
 bench workload --db ssb --mix long --mode closed --clients 6 --per-client 6 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3
