@@ -80,4 +80,10 @@ bench workload --db ssb --mix bimodal --mode open --load 0.5,0.8,0.95 --capacity
 bench workload --db ssb --mix long --mode open --load 0.5,0.8 --capacity 1381 --clients 6 --arrivals 30 --seconds 600 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3 --name scheduler-vs-pooler-long-open-low
 bench workload --db ssb --mix bimodal --mode closed --clients 6 --per-client 10 --oltp-seconds 30 --parallel-workers 2 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3 --name scheduler-vs-pooler-bimodal-closed-pw2
 bench workload --db ssb --mix long --mode closed --clients 6 --per-client 6 --parallel-workers 2 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3 --name scheduler-vs-pooler-long-closed-pw2
+# (issue 50) ad-hoc analytics: short and long from the same clients, OLTP beside
+# them; the two-pool PgBouncer (pgbouncer2) is added beside pgbouncer in every
+# workload line
+bench workload --db ssb --mix adhoc --mode closed --clients 6 --per-client 10 --oltp-seconds 60 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3
+bench workload --db ssb --mix adhoc --mode closed --clients 6 --per-client 10 --oltp-seconds 60 --parallel-workers 2 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3 --name scheduler-vs-pooler-adhoc-closed-pw2
+bench workload --db ssb --mix adhoc --mode open --load 0.8 --clients 6 --per-client 10 --arrivals 60 --seconds 600 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3
 bench fig5_table2 --db plq

@@ -14,7 +14,9 @@ shared_preload_libraries), off (mccdb loaded, its policies off), sls and mls
 (schedule and plan_policy both set, as the paper), predictive (schedule
 predictive, plan_policy off), adaptive (with the calibrated matrix), and
 pgbouncer / pgbouncer-N (the stock server behind PgBouncer, transaction
-pooling, a pool of the CPUs or of N; mccdb_bench.configs). Each query is
+pooling, a pool of the CPUs or of N; mccdb_bench.configs; pgbouncer2 and
+pgbouncer2-A-O are accepted too, but with no OLTP in the stream their
+analytics pool of A is all that serves it). Each query is
 one transaction (BEGIN, its settings as SET LOCAL, the query, COMMIT) in
 every configuration, as a client of a transaction pooler must send it; its
 latency runs from BEGIN to COMMIT's answer, so it includes the pooler's
@@ -51,7 +53,8 @@ def run_config(cfg, streams, db, target=None):
     done, errors = [], []
     lock = threading.Lock()
     extra = [f"set mccdb.plan_policy = {cfg.plan_policy}"] if cfg.plan_policy else []
-    conns = [configs.connect_client(db, target or {}) for _ in streams]
+    # every query here is analytics: a two-pool PgBouncer serves them from its analytics pool
+    conns = [configs.connect_client(configs.dbname_for(cfg, db, "analytics"), target or {}) for _ in streams]
     barrier = threading.Barrier(len(streams) + 1)
 
     def client(k):
@@ -99,7 +102,7 @@ def repeat_configs(cfgs, reps, seed, guard, run_one, db, say, pooler_port=config
             for cfg in order:
                 name = cfg.name
                 configs.start_server(cfg, db)
-                with configs.clients_of(cfg, pooler_port) as (target, env, _):
+                with configs.clients_of(cfg, pooler_port, db) as (target, env, _):
                     guard.before(f"{name} (repetition {r + 1})")
                     say(f"repetition {r + 1}: {name}")
                     got[name] = run_one(cfg, target, env)

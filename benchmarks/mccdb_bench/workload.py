@@ -13,7 +13,22 @@ Mixes (chosen before measuring any policy, and kept; MIXES below):
            short) once in four, so short-query latency is measured on it too
   bimodal  the analytics of `short`, and beside them pgbench's own TPC-B-like
            script at a fixed rate (pgbench -R; class tpcb) on pgbench tables
-           in the same database (one pooler pool serves both)
+           in the same database
+  adhoc    (issue 50; chosen before measuring it) ad-hoc analytics: the long
+           index joins of `long` and the SSB queries of `short`, half and
+           half, drawn at random by the same clients -- one role, one
+           database, so no pooler can give short and long analytics
+           separate pools -- and pgbench's TPC-B-like script beside them as
+           in `bimodal`
+
+PgBouncer is compared in two setups (mccdb_bench.configs): one pool for
+every client (`pgbouncer`, `pgbouncer-N`: OLTP queues behind analytics in
+it), and a pool per workload class as a DBA sets up a mixed server
+(`pgbouncer2`, `pgbouncer2-A-O`: pgbench's OLTP through the database alias
+DB_oltp and its own pool, every analytics query through DB_analytics).
+When --configs names a one-pool PgBouncer and no two-pool one, the
+two-pool one with the same analytics pool is added beside it
+(--one-pool-only: not).
 
 Arrival modes:
 
@@ -33,8 +48,9 @@ Every query is one transaction (BEGIN, its settings as SET LOCAL, the query,
 COMMIT), in every configuration, as a client of a transaction pooler must
 send it; latency is from BEGIN (or the arrival) to COMMIT's answer.
 Reported per query class: throughput, mean, p50, p95 and p99 latency,
-median (min-max) over --reps repetitions; ratios over `stock` and over
-`pgbouncer` of the same repetition.  Configurations are interleaved (a new
+median (min-max) over --reps repetitions; ratios over `stock`, over
+`pgbouncer` (one pool) and over the two-pool PgBouncer of the same
+repetition.  Configurations are interleaved (a new
 random order each repetition), each on a restarted server after the
 quiet-machine guard.  --parallel-workers sets max_parallel_workers_per_gather
 (0, as the other pages; PostgreSQL's default is 2).
@@ -62,11 +78,14 @@ from .harness import pg, report, sqlfiles, stats
 from .harness.cli import parser, run, say_fn, start_guard
 from .harness.probes import scale_of
 
-DEFAULT_CONFIGS = "stock,pgbouncer,pgbouncer-4,off,mccdb:predictive"
+DEFAULT_CONFIGS = "stock,pgbouncer,pgbouncer2,off,mccdb:predictive"
 # the long class: index joins that read most of lineorder through its index
 LONG_PLANS = ((12, "index"), (18, "index"), (25, "index"))
 LONG_SHARE = 0.75
-MIX_NAMES = ("short", "long", "bimodal")
+MIX_NAMES = ("short", "long", "bimodal", "adhoc")
+# the mixes with pgbench's TPC-B-like script beside the analytics
+OLTP_MIXES = ("bimodal", "adhoc")
+ADHOC_LONG_SHARE = 0.5
 CLASSES_ORDER = ("short", "long", "tpcb", "all analytics")
 
 
@@ -89,11 +108,13 @@ def long_items():
 
 def mix(name):
     """The analytics of a mix: [(class share, [Item])], shares summing to 1.
-    (bimodal's TPC-B-like part is pgbench's, beside these.)"""
+    (bimodal's and adhoc's TPC-B-like part is pgbench's, beside these.)"""
     if name in ("short", "bimodal"):
         return [(1.0, ssb_items())]
     if name == "long":
         return [(LONG_SHARE, long_items()), (1.0 - LONG_SHARE, ssb_items())]
+    if name == "adhoc":
+        return [(ADHOC_LONG_SHARE, long_items()), (1.0 - ADHOC_LONG_SHARE, ssb_items())]
     raise ValueError(f"unknown mix {name!r}; known: {', '.join(MIX_NAMES)}")
 
 
@@ -251,7 +272,7 @@ def run_open(arrivals, items, db, target, a, started=None):
     return (max(ends) - t0 if ends else 0.0), done, waits[0]
 
 
-# --- pgbench beside them (bimodal) ------------------------------------------
+# --- pgbench beside them (bimodal, adhoc) -----------------------------------
 
 def ensure_pgbench_tables(db, scale, say):
     """pgbench's tables (pgbench -i -s scale) in db, unless there at that scale."""
@@ -323,15 +344,35 @@ def ratio(x, y):
     return x / y if y and not math.isnan(y) else float("nan")
 
 
-def add_ratios(got):
+TWO_POOLS = "two pools"      # the ratio keys' name for the two-pool PgBouncer, whatever its pools
+
+
+def add_ratios(got, two_pools=None, one_pool="pgbouncer"):
     """got: {config: {class: stats}} of one repetition (and one load): each
-    class's ratios over stock and over pgbouncer of the same repetition."""
+    class's ratios over stock and over the one-pool PgBouncer configuration
+    named one_pool (keys 'qph/pgbouncer', ...) of the same repetition, and
+    over the two-pool one named two_pools (keys 'qph/two pools', ...)."""
+    bases = [("stock", "stock", ("qph", "p95", "p99", "mean")), (one_pool, "pgbouncer", ("qph", "mean", "p95"))]
+    if two_pools:
+        bases.append((two_pools, TWO_POOLS, ("qph", "mean", "p95", "p99")))
     for name, per_cls in got.items():
         for cls, s in per_cls.items():
-            for base, keys in (("stock", ("qph", "p95", "p99", "mean")), ("pgbouncer", ("qph", "mean", "p95"))):
+            for base, label, keys in bases:
                 b = got.get(base, {}).get(cls)
                 for k in keys:
-                    s[f"{k}/{base}"] = ratio(s[k], b[k]) if b else float("nan")
+                    s[f"{k}/{label}"] = ratio(s[k], b[k]) if b else float("nan")
+
+
+def two_pool_config(cfgs):
+    """The name of the first two-pool PgBouncer configuration of cfgs, or None."""
+    return next((c.name for c in cfgs if c.oltp_pool is not None), None)
+
+
+def one_pool_config(cfgs):
+    """The name the 'vs pgbouncer' ratios are over: `pgbouncer` when it is
+    there, else the first one-pool PgBouncer configuration (or 'pgbouncer')."""
+    ones = [c.name for c in cfgs if c.pool is not None and c.oltp_pool is None]
+    return "pgbouncer" if "pgbouncer" in ones or not ones else ones[0]
 
 
 def main(argv=None):
@@ -347,10 +388,12 @@ def main(argv=None):
     ap.add_argument("--seconds", type=float, default=600, help="open loop: arrivals only within this time")
     ap.add_argument("--max-conns", type=int, default=32, help="open loop: the client-side connection pool")
     ap.add_argument("--parallel-workers", type=int, default=0, help="max_parallel_workers_per_gather")
-    ap.add_argument("--oltp-rate", type=float, default=20, help="bimodal: TPC-B-like transactions per second")
-    ap.add_argument("--oltp-clients", type=int, default=2, help="bimodal: pgbench clients")
-    ap.add_argument("--oltp-seconds", type=float, default=60, help="bimodal, closed loop: pgbench's -T")
-    ap.add_argument("--oltp-scale", type=int, default=10, help="bimodal: pgbench -i scale")
+    ap.add_argument("--oltp-rate", type=float, default=20, help="bimodal, adhoc: TPC-B-like transactions per second")
+    ap.add_argument("--oltp-clients", type=int, default=2, help="bimodal, adhoc: pgbench clients")
+    ap.add_argument("--oltp-seconds", type=float, default=60, help="bimodal, adhoc, closed loop: pgbench's -T")
+    ap.add_argument("--oltp-scale", type=int, default=10, help="bimodal, adhoc: pgbench -i scale")
+    ap.add_argument("--one-pool-only", action="store_true",
+                    help="do not add the two-pool PgBouncer beside a one-pool one")
     ap.add_argument("--statement-timeout", type=float, default=1800)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
@@ -358,10 +401,14 @@ def main(argv=None):
     ap.add_argument("--name", default=None, help="page name (default scheduler-vs-pooler-MIX-MODE[-pwN])")
     a = ap.parse_args(argv)
     cfgs = configs.parse_list(a.configs)
+    added = None
+    if not a.one_pool_only:
+        cfgs, added = configs.with_two_pools(cfgs)
+    two_pools = two_pool_config(cfgs)
     loads = [float(x) for x in a.load.split(",") if x] if a.mode == "open" else [None]
     if any(not 0 < x <= 1.5 for x in loads if x is not None):
         raise SystemExit("--load: fractions of the capacity, e.g. 0.5,0.8,0.95")
-    if a.mix == "bimodal" and not shutil.which("pgbench"):
+    if a.mix in OLTP_MIXES and not shutil.which("pgbench"):
         raise SystemExit("pgbench is not on PATH (Debian: postgresql-client-15 ships it)")
     say = say_fn(a.quiet)
     name = a.name or page_name(a)
@@ -369,9 +416,9 @@ def main(argv=None):
     res = report.Result(name, f"Scheduler vs pooler: the {a.mix} mix, {a.mode} loop", srv, scale_of(a.db), a.outdir)
     own = max(a.clients, os.cpu_count() or 1) if a.mode == "closed" else a.max_conns
     own *= 1 + a.parallel_workers       # each query's backend and its workers
-    guard = res.guard = start_guard(a, say, own_load=own + (a.oltp_clients if a.mix == "bimodal" else 0))
+    guard = res.guard = start_guard(a, say, own_load=own + (a.oltp_clients if a.mix in OLTP_MIXES else 0))
     groups = mix(a.mix)
-    if a.mix == "bimodal":
+    if a.mix in OLTP_MIXES:
         ensure_pgbench_tables(a.db, a.oltp_scale, say)
 
     # the work: the same in every configuration
@@ -382,7 +429,7 @@ def main(argv=None):
         stock = configs.parse("stock")
         configs.start_server(stock, a.db)
         with guard.measuring("capacity (stock, closed loop)"):
-            wall, done = run_closed(seqs, a.db, {}, a)
+            wall, done, _ = run_closed(seqs, a.db, {}, a)
         capacity = len(done) / wall
         capacity_note = (f"Capacity measured first: `stock`, closed loop, {a.clients} clients x {a.per_client} "
                          f"queries of the mix's analytics (no pgbench beside them), {len(done)} in {wall:.1f} s "
@@ -412,10 +459,10 @@ def main(argv=None):
                     got = {}
                     for cfg in order:
                         configs.start_server(cfg, a.db)
-                        if a.mix == "bimodal":
+                        if a.mix in OLTP_MIXES:
                             with pg.connect(a.db) as c:
                                 c.execute("truncate pgbench_history")
-                        with configs.clients_of(cfg, a.pooler_port) as (target, env, pooler):
+                        with configs.clients_of(cfg, a.pooler_port, a.db) as (target, env, pooler):
                             recorded.setdefault(cfg.name, server_settings(cfg, a.db, pooler))
                             what = f"{cfg.name}" + (f", load {load}" if load else "") + f" (repetition {r + 1})"
                             say(f"repetition {r + 1}: {what}")
@@ -426,14 +473,14 @@ def main(argv=None):
                         s = got[cfg.name].get("all analytics", {})
                         say(f"  {cfg.name:>16}: {s.get('n', 0)} queries, {s.get('qph', 0):.0f}/h, "
                             f"mean {s.get('mean', 0):.2f} s, p95 {s.get('p95', 0):.2f} s")
-                    add_ratios(got)
+                    add_ratios(got, two_pools, one_pool_config(cfgs))
                     for cname, per_cls in got.items():
                         for cls, s in per_cls.items():
                             for k, v in s.items():
                                 per.setdefault((load, cname, cls), {}).setdefault(k, []).append(v)
     finally:
         configs.restore_server(a.db)
-    write_page(res, a, cfgs, groups, loads, plans, capacity_note, per, recorded, extras)
+    write_page(res, a, cfgs, groups, loads, plans, capacity_note, per, recorded, extras, added)
     return res, per
 
 
@@ -441,21 +488,23 @@ def run_one(cfg, target, env, load, plans, seqs, a, tmp):
     """One configuration, one repetition: ({class: stats}, extra values)."""
     oltp = None
     extra = {}
+    adb = configs.dbname_for(cfg, a.db, "analytics")     # the database itself, or its class's pooler alias
+    odb = configs.dbname_for(cfg, a.db, "oltp")
     if load is None:
-        if a.mix == "bimodal":
-            oltp = start_pgbench(a.db, env, a, a.oltp_seconds, tmp)
-        wall, done, finished = run_closed(seqs, a.db, target, a)
+        if a.mix in OLTP_MIXES:
+            oltp = start_pgbench(odb, env, a, a.oltp_seconds, tmp)
+        wall, done, finished = run_closed(seqs, adb, target, a)
         extra["wall s"] = wall
         extra["one client left s"] = lone_tail(finished)
     else:
         arr, items = plans[load]
         box = {}
-        if a.mix == "bimodal":
+        if a.mix in OLTP_MIXES:
             def started():
-                box["oltp"] = start_pgbench(a.db, env, a, arr[-1], tmp)
+                box["oltp"] = start_pgbench(odb, env, a, arr[-1], tmp)
         else:
             started = None
-        wall, done, waited = run_open(arr, items, a.db, target, a, started)
+        wall, done, waited = run_open(arr, items, adb, target, a, started)
         oltp = box.get("oltp")
         extra["wall s"] = wall
         extra["longest wait for a client connection s"] = waited
@@ -469,16 +518,39 @@ def run_one(cfg, target, env, load, plans, seqs, a, tmp):
     return st, extra
 
 
-def write_page(res, a, cfgs, groups, loads, plans, capacity_note, per, recorded, extras):
+def pooler_text(a, cfgs, added):
+    """What the page says about the PgBouncer setups it compares, or ''."""
+    poolers = [c for c in cfgs if c.pool is not None]
+    if not poolers:
+        return ""
+    oltp = a.mix in OLTP_MIXES
+    text = ("PgBouncer (transaction pooling, stock server behind it): "
+            + "; ".join(f"`{c.name}`: " + (f"a pool per workload class, pgbench's OLTP through the database "
+                                          f"alias `{configs.dbname_for(c, a.db, 'oltp')}` (pool_size "
+                                          f"{c.oltp_pool}), every analytics query through "
+                                          f"`{configs.dbname_for(c, a.db, 'analytics')}` (pool_size {c.pool})"
+                                          if c.oltp_pool is not None else
+                                          f"one pool of {c.pool} for every client") for c in poolers) + ".")
+    if any(c.oltp_pool is not None for c in poolers) and not oltp:
+        text += " This mix has no OLTP: the two-pool setup's analytics pool is the one-pool setup's pool."
+    if a.mix == "adhoc":
+        text += (" In the ad-hoc mix short and long analytics come from the same clients, role and database:"
+                 " no pooler can put them in separate pools.")
+    if added:
+        text += f" (`{added}` added beside the one-pool setup; --one-pool-only leaves it out.)"
+    return text + "\n"
+
+
+def write_page(res, a, cfgs, groups, loads, plans, capacity_note, per, recorded, extras, added=None):
     parts = [f"{share:.0%} {items[0].cls} ({', '.join(i.name for i in items)})" for share, items in groups]
     res.add(f"Mix `{a.mix}` (fixed in mccdb_bench.workload): " + "; ".join(parts) + "."
             + (f" Beside them pgbench's TPC-B-like script at {a.oltp_rate:g} transactions/s "
                f"(`pgbench -b tpcb-like -R {a.oltp_rate:g} -c {a.oltp_clients}`, scale {a.oltp_scale}, same "
-               "database; latency from each transaction's scheduled start)" if a.mix == "bimodal" else "") + "\n")
+               "database; latency from each transaction's scheduled start)" if a.mix in OLTP_MIXES else "") + "\n")
     if a.mode == "closed":
         res.add(f"Closed loop: {a.clients} clients, each its own connection and a seeded sequence of "
                 f"{a.per_client} queries (seed {a.seed}), the same in every configuration, run to the end."
-                + (f" pgbench runs {a.oltp_seconds:g} s from the start." if a.mix == "bimodal" else "") + "\n")
+                + (f" pgbench runs {a.oltp_seconds:g} s from the start." if a.mix in OLTP_MIXES else "") + "\n")
     else:
         res.add("Open loop: Poisson arrivals (seed " + str(a.seed) + ") at each load's share of the capacity, "
                 + "; ".join(f"load {ld}: {len(plans[ld][0])} arrivals in {plans[ld][0][-1]:.1f} s "
@@ -490,12 +562,23 @@ def write_page(res, a, cfgs, groups, loads, plans, capacity_note, per, recorded,
             f"max_parallel_workers_per_gather = {a.parallel_workers}, jit off. Each configuration from a "
             f"restarted server after the quiet-machine guard; configurations in a new random order in each of "
             f"{a.reps} repetitions; median (min-max) over the repetitions; ratios within a repetition.\n")
+    if pooler_text(a, cfgs, added):
+        res.add(pooler_text(a, cfgs, added))
     res.table(["configuration", "what", "settings as it ran"],
               [[c.name, c.describe(), ", ".join(f"{k} = {v}" for k, v in recorded.get(c.name, {}).items())]
                for c in cfgs])
     classes = sorted({k[2] for k in per}, key=lambda c: CLASSES_ORDER.index(c) if c in CLASSES_ORDER else 99)
     if len([c for c in classes if c != "tpcb"]) == 2:    # one analytics class: 'all analytics' is it again
         classes.remove("all analytics")
+    two = two_pool_config(cfgs) is not None
+    cols = [("n", 0, "queries"), ("qph", 0, "per hour"), ("qph/stock", 2, "vs stock"),
+            ("qph/pgbouncer", 2, "vs pgbouncer")] + ([("qph/" + TWO_POOLS, 2, "vs two pools")] if two else []) + [
+            ("mean", None, "mean s"), ("mean/pgbouncer", 2, "mean vs pgbouncer")] + (
+            [("mean/" + TWO_POOLS, 2, "mean vs two pools")] if two else []) + [
+            ("p50", None, "p50 s"), ("p95", None, "p95 s"), ("p95/stock", 2, "p95 vs stock")] + (
+            [("p95/" + TWO_POOLS, 2, "p95 vs two pools")] if two else []) + [
+            ("p99", None, "p99 s"), ("p99/stock", 2, "p99 vs stock")] + (
+            [("p99/" + TWO_POOLS, 2, "p99 vs two pools")] if two else [])
     for load in loads:
         for cls in classes:
             title = f"**{cls}**" + (f", load {load}" if load is not None else "")
@@ -506,11 +589,9 @@ def write_page(res, a, cfgs, groups, loads, plans, capacity_note, per, recorded,
                 if not d:
                     continue
                 sec = 3 if cls == "tpcb" else 2     # milliseconds matter for TPC-B
-                rows.append([c.name] + [stats.summarize(d.get(k, [])).fmt(dg) for k, dg in (
-                    ("n", 0), ("qph", 0), ("qph/stock", 2), ("qph/pgbouncer", 2), ("mean", sec), ("mean/pgbouncer", 2),
-                    ("p50", sec), ("p95", sec), ("p95/stock", 2), ("p99", sec), ("p99/stock", 2))])
-            res.table(["configuration", "queries", "per hour", "vs stock", "vs pgbouncer", "mean s",
-                       "mean vs pgbouncer", "p50 s", "p95 s", "p95 vs stock", "p99 s", "p99 vs stock"], rows)
+                rows.append([c.name] + [stats.summarize(d.get(k, [])).fmt(sec if dg is None else dg)
+                                        for k, dg, _ in cols])
+            res.table(["configuration"] + [h for _, _, h in cols], rows)
         rows = [[c.name] + [stats.summarize(v).fmt(2) for v in extras.get((load, c.name), {}).values()]
                 for c in cfgs]
         keys = list(next(iter(extras.values()), {}).keys())

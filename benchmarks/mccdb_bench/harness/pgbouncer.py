@@ -17,6 +17,11 @@ server itself runs: neither runs as root.
     with PgBouncer(pool_size=2, port=54441) as pool:
         psycopg.connect(**pool.conninfo(), dbname="ssb", prepare_threshold=None)
 
+A pool per workload class (aliases): OLTP and analytics clients connect to
+their own database alias of the same database, each with its own pool_size:
+
+    PgBouncer(2, 54441, aliases={"ssb_oltp": ("ssb", 8), "ssb_analytics": ("ssb", 2)})
+
 Transaction pooling hands a server connection to a client for one
 transaction only: session state (SET, prepared statements, holds) stays on
 the server connection, not with the client.  Clients send per-query
@@ -52,15 +57,34 @@ def cluster_user():
     return os.environ.get("MCCDB_CLUSTER_USER", "mccdb")
 
 
+def alias_lines(aliases, server_host, server_port):
+    """[databases] lines of the per-class aliases: {alias: (dbname, pool_size)}
+    -> 'alias = host=... port=... dbname=DB pool_size=N', in the given order."""
+    out = []
+    for alias, (dbname, size) in aliases.items():
+        if not alias or not all(ch.isalnum() or ch == "_" for ch in alias):
+            raise ValueError(f"alias {alias!r}: letters, digits and _ only")
+        if int(size) < 1:
+            raise ValueError(f"alias {alias}: a pool of at least one connection")
+        out.append(f"{alias} = host={server_host} port={server_port} dbname={dbname} pool_size={int(size)}")
+    return out
+
+
 def config_text(*, server_host, server_port, listen_port, socket_dir, auth_file, logfile, pidfile,
-                pool_size, pool_mode="transaction", max_client_conn=200, admin_user="postgres"):
+                pool_size, pool_mode="transaction", max_client_conn=200, admin_user="postgres", aliases=None):
     """pgbouncer.ini for one pooler: every database of the server (the '*'
     fallback), one pool of pool_size server connections per database and
     user, no reserve, no limit on how long a client waits for a server
-    connection (a long analytical query may hold every one for minutes)."""
+    connection (a long analytical query may hold every one for minutes).
+
+    aliases ({alias: (dbname, pool_size)}): one pool per workload class, as
+    a DBA sets a mixed server up: each alias is a database name clients
+    connect to, served by the real database dbname through its own pool of
+    pool_size server connections (OLTP and analytics kept apart)."""
     lines = [
         "; written by mccdb_bench.harness.pgbouncer; edits are overwritten",
         "[databases]",
+        *alias_lines(aliases or {}, server_host, server_port),
         f"* = host={server_host} port={server_port}",
         "",
         "[pgbouncer]",
@@ -93,8 +117,11 @@ class PgBouncer:
     it in the foreground as a child of this process; stop() ends it."""
 
     def __init__(self, pool_size, port, name=None, server_host=None, server_port=None,
-                 user="postgres", pool_mode="transaction", max_client_conn=200, root=None):
+                 user="postgres", pool_mode="transaction", max_client_conn=200, root=None, aliases=None):
+        """aliases: {alias: (dbname, pool_size)}, a pool per workload class
+        (config_text); the '*' fallback with pool_size serves every other name."""
         self.pool_size, self.port, self.user, self.pool_mode = int(pool_size), int(port), user, pool_mode
+        self.aliases = dict(aliases or {})
         self.max_client_conn = max_client_conn
         self.name = name or f"pool{self.pool_size}-{self.port}"
         self.server_host = server_host or os.environ.get("PGHOST", "")
@@ -122,7 +149,7 @@ class PgBouncer:
             server_host=self.server_host, server_port=self.server_port, listen_port=self.port,
             socket_dir=self.dir, auth_file=auth, logfile=self.logfile, pidfile=self.dir / "pgbouncer.pid",
             pool_size=self.pool_size, pool_mode=self.pool_mode, max_client_conn=self.max_client_conn,
-            admin_user=self.user))
+            admin_user=self.user, aliases=self.aliases))
         run_as = cluster_user()
         if run_as:
             for p in (self.dir, auth, self.ini):
@@ -229,8 +256,11 @@ class PgBouncer:
 
     def settings(self):
         """What a results page records about the pooler."""
-        return {"pgbouncer": version(), "pool_mode": self.pool_mode, "default_pool_size": self.pool_size,
-                "reserve_pool_size": 0, "max_client_conn": self.max_client_conn, "query_wait_timeout": 0}
+        got = {"pgbouncer": version(), "pool_mode": self.pool_mode, "default_pool_size": self.pool_size,
+               "reserve_pool_size": 0, "max_client_conn": self.max_client_conn, "query_wait_timeout": 0}
+        for alias, (dbname, size) in self.aliases.items():
+            got[f"pool {alias}"] = f"{dbname}, pool_size {size}"
+        return got
 
 
 def free_port():
