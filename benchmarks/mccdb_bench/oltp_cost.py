@@ -521,6 +521,52 @@ def feature_rows(runs, cell, cfgs, reps):
     return rows
 
 
+# issue 49's targets for mccdb at its defaults and with schedule = shortest
+TARGET_CONFIGS = ("defaults", "defaults-shortest")
+TPS_TARGET, WIDTH_TARGET, P99_TARGET = 0.98, 0.02, 1.05
+
+
+def tps_verdict(r):
+    """'met' when the median tps ratio is at least 0.98 and its bootstrap
+    interval is at most +-2% wide; 'missed' when the whole interval is
+    below 0.98; else 'not resolved' (too few or too noisy pairs)."""
+    if r.n < 2:
+        return "not resolved"
+    if r.boot_hi < TPS_TARGET:
+        return "missed"
+    if r.median >= TPS_TARGET and r.boot_width <= WIDTH_TARGET:
+        return "met"
+    return "not resolved"
+
+
+def p99_verdict(r):
+    """'met' when the whole bootstrap interval of the median p99 ratio is at
+    most 1.05, 'missed' when all of it is above, else 'not resolved'."""
+    if r.n < 2:
+        return "not resolved"
+    if r.boot_hi <= P99_TARGET:
+        return "met"
+    if r.boot_lo > P99_TARGET:
+        return "missed"
+    return "not resolved"
+
+
+def target_rows(runs, cells_, cfgs, reps):
+    """Per target configuration and cell: the tps and p99 ratios to stock
+    with their bootstrap intervals and the verdicts."""
+    rows = []
+    for c in cfgs:
+        if c.name not in TARGET_CONFIGS:
+            continue
+        for cell in cells_:
+            rt = paired.ratio(values(runs, cell, c.name, "tps", reps), values(runs, cell, "stock", "tps", reps))
+            rp = paired.ratio(values(runs, cell, c.name, "p99_ms", reps), values(runs, cell, "stock", "p99_ms", reps))
+            rows.append([c.name, f"{cell[0]} -M {cell[1]} -c {cell[2]}", rt.fmt_median(),
+                         f"+-{100 * rt.boot_width:.1f}%" if rt.n > 1 else "n/a", tps_verdict(rt),
+                         rp.fmt_median(), p99_verdict(rp)])
+    return rows
+
+
 def load1(text):
     """The 1-minute figure of a '/proc/loadavg'-style 'a b c', or NaN."""
     try:
@@ -573,6 +619,16 @@ def write_page(res, a, cfgs, the_cells, runs, recorded, gucs, costs, srv):
     if unsettled:
         res.add(f"In {unsettled} runs a client backend had not exited 5 s after pgbench did; its CPU time "
                 "until then is in the run's.\n")
+    targets = target_rows(runs, the_cells, cfgs, a.reps)
+    if targets:
+        res.add("## Against issue 49's targets\n")
+        res.add(f"mccdb at its defaults and with `mccdb.schedule = shortest`: tps at least {TPS_TARGET}x stock "
+                f"(median of the paired ratios) with the 95% bootstrap interval of that median at most "
+                f"+-{100 * WIDTH_TARGET:.0f}% wide, and p99 latency at most {P99_TARGET}x stock. `met`: the "
+                f"median reaches it and the interval is that narrow (p99: the whole interval is at most "
+                f"{P99_TARGET}); `missed`: the whole interval is on the wrong side; else `not resolved`.\n")
+        res.table(["configuration", "cell", "tps / stock (bootstrap)", "interval", "tps target",
+                   "p99 / stock (bootstrap)", "p99 target"], targets)
     res.add("## Throughput, CPU per transaction and p99 against stock\n")
     for cell in the_cells:
         res.add(f"**{cell[0]}, -M {cell[1]}, {cell[2]} client{'s' if cell[2] != 1 else ''}**\n")

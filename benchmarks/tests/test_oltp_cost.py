@@ -311,3 +311,25 @@ def test_the_command_parses():
     r = subprocess.run([sys.executable, "-m", "mccdb_bench.oltp_cost", "--configs", "all-off"],
                        capture_output=True, text=True, timeout=60, env={**os.environ, "PGHOST": "/nowhere"})
     assert r.returncode != 0 and "stock" in r.stderr
+
+
+def test_target_verdicts():
+    P = paired.Paired
+    assert oltp_cost.tps_verdict(P(8, 0.99, 0.975, 1.005, 0.99, 0.98, 1.0)) == "met"
+    assert oltp_cost.tps_verdict(P(8, 0.99, 0.95, 1.03, 0.99, 0.95, 1.03)) == "not resolved"   # too wide
+    assert oltp_cost.tps_verdict(P(8, 0.90, 0.88, 0.93, 0.9, 0.88, 0.93)) == "missed"
+    assert oltp_cost.tps_verdict(P(8, 0.975, 0.97, 0.985, 0.975, 0.97, 0.98)) == "not resolved"
+    assert oltp_cost.tps_verdict(P(1, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0)) == "not resolved"
+    assert oltp_cost.p99_verdict(P(8, 1.0, 0.95, 1.04, 1, 1, 1)) == "met"
+    assert oltp_cost.p99_verdict(P(8, 1.2, 1.1, 1.3, 1, 1, 1)) == "missed"
+    assert oltp_cost.p99_verdict(P(8, 1.04, 1.0, 1.1, 1, 1, 1)) == "not resolved"
+
+
+def test_target_rows_for_the_defaults_only():
+    cfgs = oltp_cost.parse_configs("stock,all-off,defaults")
+    runs = [dict(r, config="defaults") if r["config"] == "all-off" else r
+            for r in made_up_runs(oltp_cost.parse_configs("stock,all-off,track-top"))
+            if r["config"] in ("stock", "all-off")]
+    rows = oltp_cost.target_rows(runs, [("select-only", "prepared", 4)], cfgs, 6)
+    assert len(rows) == 1 and rows[0][0] == "defaults" and rows[0][1] == "select-only -M prepared -c 4"
+    assert rows[0][4] == "missed"       # 1 us more CPU on 20: 0.95x in every pair
