@@ -65,7 +65,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from .harness import paired, pg, procstat, report, stats
+from .harness import paired, pg, procstat, quiet, report, stats
 from .harness.cli import parser, run, say_fn, start_guard
 
 # pgbench's built-in scripts: (pgbench -b name, statements the executor
@@ -326,6 +326,13 @@ def statement_costs(db):
     return out
 
 
+def server_extras(db):
+    """What the page records beyond pg.server_info: the gate's threshold, max_connections."""
+    with pg.connect(db, base=False) as c:
+        return {"schedule_min_cost": c.execute("show mccdb.schedule_min_cost").fetchone()[0],
+                "max_connections": c.execute("show max_connections").fetchone()[0]}
+
+
 def ensure_pgbench(db, scale, say):
     """Database db with pgbench's tables at scale (pgbench -i), unless there."""
     with pg.connect("postgres", base=False) as c:
@@ -396,9 +403,7 @@ def main(argv=None):
     gucs = mccdb_gucs(db)
     costs = statement_costs(db)
     srv = pg.server_info(db)
-    with pg.connect(db, base=False) as c:
-        srv["schedule_min_cost"] = c.execute("show mccdb.schedule_min_cost").fetchone()[0]
-        srv["max_connections"] = c.execute("show max_connections").fetchone()[0]
+    srv.update(server_extras(db))
     res = report.Result(a.name, "OLTP cost of mccdb, feature by feature (pgbench, by subtraction)", srv,
                         f"pgbench scale {a.scale}", a.outdir)
     cpus = os.cpu_count() or 1
@@ -441,9 +446,9 @@ def main(argv=None):
                             say(f"rep {rep + 1} {script} -M {mode} -c {ncl} {cfg.name:>17}: "
                                 f"{got['tps']:.0f} tps, {got['cpu_us_per_tx']:.1f} us CPU/tx, "
                                 f"p99 {got.get('p99_ms', float('nan')):.2f} ms")
+                        except quiet.NotQuiet:      # the guard refuses a busy machine: no page
+                            raise
                         except Exception as e:      # noqa: BLE001 -- one failed run must not end hours of runs
-                            if isinstance(e, KeyboardInterrupt):
-                                raise
                             row["error"] = str(e).strip().splitlines()[-1][:300] if str(e).strip() else repr(e)
                             say(f"rep {rep + 1} {what}: FAILED: {row['error']}")
                             state["preloaded"] = None if not _up(db) else is_preloaded(db)

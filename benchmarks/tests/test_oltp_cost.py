@@ -333,3 +333,36 @@ def test_target_rows_for_the_defaults_only():
     rows = oltp_cost.target_rows(runs, [("select-only", "prepared", 4)], cfgs, 6)
     assert len(rows) == 1 and rows[0][0] == "defaults" and rows[0][1] == "select-only -M prepared -c 4"
     assert rows[0][4] == "missed"       # 1 us more CPU on 20: 0.95x in every pair
+
+
+def test_a_busy_machine_ends_the_experiment_but_a_failed_run_does_not(monkeypatch, tmp_path):
+    """The guard's refusal is not one failed run among many: no page is written."""
+    from mccdb_bench.harness import quiet
+    monkeypatch.setenv("PGHOST", "/made/up")
+    calls = []
+    monkeypatch.setattr(oltp_cost, "is_preloaded", lambda db: True)
+    monkeypatch.setattr(oltp_cost, "ensure_pgbench", lambda db, scale, say: None)
+    monkeypatch.setattr(oltp_cost, "mccdb_gucs", lambda db: ["mccdb.track"])
+    monkeypatch.setattr(oltp_cost, "statement_costs", lambda db: {})
+    monkeypatch.setattr(oltp_cost.pg, "server_info", lambda db: {"version": "15"})
+    monkeypatch.setattr(oltp_cost, "server_extras", lambda db: {"schedule_min_cost": "1000"})
+    monkeypatch.setattr(oltp_cost, "restore_server", lambda db: calls.append("restored"))
+    monkeypatch.setattr(oltp_cost, "_up", lambda db: False)
+
+    def failing_apply(cfg, db, state):
+        calls.append(cfg.name)
+        raise RuntimeError("cluster did not restart")
+    monkeypatch.setattr(oltp_cost, "apply_config", failing_apply)
+    args = ["--no-guard", "--quiet", "--outdir", str(tmp_path), "--configs", "stock,all-off", "--scripts",
+            "select-only", "--modes", "prepared", "--clients", "1", "--reps", "1"]
+    monkeypatch.setattr(oltp_cost, "write_page", lambda *a: calls.append("page"))
+    res, runs = oltp_cost.main(args)
+    assert [r["error"] for r in runs] == ["cluster did not restart"] * 2 and calls[-2:] == ["restored", "page"]
+
+    def busy(cfg, db, state):
+        raise quiet.NotQuiet("the machine is not quiet")
+    monkeypatch.setattr(oltp_cost, "apply_config", busy)
+    calls.clear()
+    with pytest.raises(quiet.NotQuiet):
+        oltp_cost.main(args)
+    assert calls == ["restored"]
