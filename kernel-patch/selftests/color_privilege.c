@@ -10,6 +10,8 @@
  *   under the default, while going back to COLOR_MODE_DEFAULT works;
  * - the same uid with CAP_SYS_NICE alone succeeds, and fails again at 2
  *   (CAP_SYS_ADMIN); with the sysctl at 0 the attacker succeeds;
+ * - the attacker's bad arguments are EINVAL/EFAULT before the privilege
+ *   is looked at (issue 51: nothing is allocated for a refused call);
  * - the attacker cannot lower the sysctl;
  * - a task default set before a set-user-ID-root exec is gone in the new
  *   program (get_color_policy says COLOR_MODE_DEFAULT), while an ordinary
@@ -124,6 +126,42 @@ static int attacker(int keep_nice)
 	return r;
 }
 
+/*
+ * Issue 51: the privilege is checked after the arguments and before
+ * anything is allocated.  As the attacker: a colour past nr_colors is
+ * EINVAL, an unreadable mask EFAULT, a valid mask EPERM (set_color_policy
+ * and color_mbind).  Exit status: a bit per call that answered otherwise.
+ */
+static int attacker_order(void)
+{
+	unsigned long bad[PAGECOLOR_SET_LONGS] = { 0 };
+	int r = 0;
+	char *p;
+
+	drop_privileges(0);
+	p = mmap(NULL, pc_page_size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return 100;
+	bad[pc_nr_colors / (8 * sizeof(long))] |= 1UL << (pc_nr_colors % (8 * sizeof(long)));
+	if (!(pagecolor_sys_set_color_policy(COLOR_MODE_BIND, bad, pc_nr_colors + 1) == -1 &&
+	      errno == EINVAL))
+		r |= 1;
+	if (!(pagecolor_sys_set_color_policy(COLOR_MODE_BIND, (void *)8, pc_nr_colors) == -1 &&
+	      errno == EFAULT))
+		r |= 2;
+	if (!(pagecolor_sys_set_color_policy(COLOR_MODE_BIND, setA.bits, pc_nr_colors) == -1 &&
+	      errno == EPERM))
+		r |= 4;
+	if (!(pagecolor_sys_color_mbind((unsigned long)p, pc_page_size, COLOR_MODE_BIND, bad,
+					pc_nr_colors + 1, 0) == -1 && errno == EINVAL))
+		r |= 8;
+	if (!(pagecolor_sys_color_mbind((unsigned long)p, pc_page_size, COLOR_MODE_BIND,
+					setA.bits, pc_nr_colors, 0) == -1 && errno == EPERM))
+		r |= 16;
+	return r;
+}
+
 static int run_attacker(int keep_nice)
 {
 	int st;
@@ -224,7 +262,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--report-policy"))
 		return report_policy();
 
-	pc_init(14);
+	pc_init(15);
 	if (geteuid() != 0) {
 		tap_diag("must run as root (the attacker is a child that drops to uid %d)", NOBODY);
 		return tap_finish();
@@ -252,6 +290,18 @@ int main(int argc, char **argv)
 	       "uid %d: color_mbind(BIND) -> EPERM under the default (status %d)", NOBODY, st);
 	tap_ok(st >= 0 && (st & 8), "uid %d: going back to COLOR_MODE_DEFAULT is allowed (status %d)",
 	       NOBODY, st);
+
+	{
+		pid_t pid = fork();
+		int ws = 0;
+
+		if (pid == 0)
+			_exit(attacker_order());
+		st = pid > 0 && waitpid(pid, &ws, 0) == pid && WIFEXITED(ws) ?
+		     WEXITSTATUS(ws) : -1;
+	}
+	tap_ok(st == 0, "uid %d: bad arguments are EINVAL/EFAULT before the privilege, "
+	       "a valid call EPERM (status %d: a bit per call answering otherwise)", NOBODY, st);
 
 	st = run_attacker(1);
 	tap_ok(st == 15, "uid %d with CAP_SYS_NICE only: all calls succeed (status %d)", NOBODY, st);

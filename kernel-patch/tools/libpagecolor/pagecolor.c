@@ -347,8 +347,9 @@ static int probe(void)
 	/* Harmless call: read the task default policy. */
 	if (pagecolor_sys_get_color_policy(&mode, mask, PAGE_COLOR_MAX_COLORS,
 					   0, 0) != 0) {
-		if (errno == ENOSYS)
-			return -ENOSYS;
+		/* ENOSYS: no such calls; EOPNOTSUPP: colouring switched off */
+		if (errno == ENOSYS || errno == EOPNOTSUPP)
+			return -errno;
 		return -(errno ? errno : EIO);
 	}
 	__atomic_store_n(&nr_colors_cache, (int)nr, __ATOMIC_RELAXED);
@@ -378,6 +379,18 @@ void pagecolor_reset_probe(void)
 	__atomic_store_n(&nr_colors_cache, 0, __ATOMIC_RELAXED);
 }
 
+/*
+ * The errno of a wrapper that refuses because the probe failed: what the
+ * kernel answers, EOPNOTSUPP when it has colouring switched off (sysfs
+ * enabled 0, or the calls said so), ENOSYS when it has none.
+ */
+static int unsupported_errno(void)
+{
+	int st = __atomic_load_n(&probe_state, __ATOMIC_ACQUIRE);
+
+	return st == -ENODEV || st == -EOPNOTSUPP ? EOPNOTSUPP : ENOSYS;
+}
+
 int pagecolor_nr_colors(void)
 {
 	if (!pagecolor_supported())
@@ -390,7 +403,7 @@ int pagecolor_nr_colors(void)
 int pagecolor_set_policy(int mode, const pagecolor_set_t *set)
 {
 	if (!pagecolor_supported()) {
-		errno = ENOSYS;
+		errno = unsupported_errno();
 		return -1;
 	}
 	if (mode == COLOR_MODE_DEFAULT && !set)
@@ -407,7 +420,7 @@ int pagecolor_mbind(void *addr, size_t len, int mode,
 		    const pagecolor_set_t *set, unsigned int flags)
 {
 	if (!pagecolor_supported()) {
-		errno = ENOSYS;
+		errno = unsupported_errno();
 		return -1;
 	}
 	if (mode == COLOR_MODE_DEFAULT && !set)
@@ -429,7 +442,7 @@ int pagecolor_get_policy(int *mode, pagecolor_set_t *set, void *addr,
 	int m = 0;
 
 	if (!pagecolor_supported()) {
-		errno = ENOSYS;
+		errno = unsupported_errno();
 		return -1;
 	}
 	pagecolor_set_zero(&tmp);
@@ -544,7 +557,7 @@ int pagecolor_page_color(const void *addr)
 	int nr = pagecolor_nr_colors();
 
 	if (nr <= 0) {
-		errno = ENOSYS;
+		errno = unsupported_errno();
 		return -1;
 	}
 	if (pagecolor_pfn(addr, &pfn) != 0)

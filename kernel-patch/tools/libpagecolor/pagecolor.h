@@ -12,7 +12,9 @@
  * else entirely.  That is why pagecolor_supported() first checks for
  * /sys/kernel/mm/page_coloring and only then issues a harmless
  * get_color_policy() call; the wrappers below refuse to issue the raw system
- * calls (errno = ENOSYS) unless the probe succeeded.
+ * calls unless the probe succeeded (errno = EOPNOTSUPP when the kernel has
+ * colouring switched off, as its system calls answer then; ENOSYS when it
+ * has none).
  */
 #ifndef PAGECOLOR_H
 #define PAGECOLOR_H
@@ -101,7 +103,8 @@ int pagecolor_set_format(const pagecolor_set_t *set, char *buf, size_t len);
 /*
  * Probe: 1 when the running kernel supports page colouring and it is
  * enabled, 0 when not (errno says why: ENOENT no sysfs directory, ENOSYS no
- * system call, ENODEV disabled at boot).  The result is cached.
+ * system call, ENODEV disabled at boot (sysfs enabled 0), EOPNOTSUPP the
+ * system call says colouring is off).  The result is cached.
  */
 int pagecolor_supported(void);
 /* Forget the cached probe result (tests only). */
@@ -151,7 +154,8 @@ int pagecolor_pid_pfns(pid_t pid, uintptr_t addr, size_t npages, uint64_t *pfns)
 int pagecolor_pfn_color(uint64_t pfn, int nr_colors);
 /*
  * Colour of the page at addr: >= 0, or -1 with errno (ENOENT not present,
- * EPERM no PFN, ENOSYS colouring unsupported so no colour count known).
+ * EPERM no PFN, ENOSYS or EOPNOTSUPP colouring unsupported or off, so no
+ * colour count known).
  */
 int pagecolor_page_color(const void *addr);
 

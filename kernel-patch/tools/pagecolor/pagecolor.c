@@ -61,6 +61,9 @@ static int unsupported(void)
 	if (e == ENODEV)
 		fprintf(stderr, "%s: page colouring is disabled in the running kernel "
 			"(%s/enabled is 0)\n", prog, PAGECOLOR_SYSFS_DIR);
+	else if (e == EOPNOTSUPP)
+		fprintf(stderr, "%s: page colouring is switched off in the running "
+			"kernel (the system calls answer EOPNOTSUPP)\n", prog);
 	else if (e == ENOSYS)
 		fprintf(stderr, "%s: page colouring not supported by the running "
 			"kernel (%s exists but the system calls answer ENOSYS)\n",
@@ -97,7 +100,7 @@ static int do_hardware(void)
 		int e = errno;
 
 		printf("kernel support:    no (%s)\n",
-		       e == ENODEV ? "disabled at boot" :
+		       e == ENODEV || e == EOPNOTSUPP ? "disabled at boot" :
 		       e == ENOSYS ? "system calls answer ENOSYS" :
 		       "no " PAGECOLOR_SYSFS_DIR);
 		return 0;
