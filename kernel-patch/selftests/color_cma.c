@@ -11,7 +11,15 @@
  *  1. a CMA area (debugfs base_pfn, count) on a node with a CPU;
  *  2. nothing parked, a child bound to colour COLOR, running on the CMA
  *     area's node, faults NPAGES pages: some of them, and so the rest of
- *     their refill blocks (parked), are in the CMA area (the premise);
+ *     their refill blocks (parked), are in the CMA area (the premise).
+ *     Where the buddy allocator takes a refill block depends on the state
+ *     the earlier programs and the machine's load left (the CMA area is
+ *     used only while it holds over half of the zone's free pages, a
+ *     block may come from the per-cpu lists or the frame walk), so before
+ *     each try the test sets it: caches dropped, parked pages and per-cpu
+ *     lists drained, memory compacted; and it tries up to CMA_TRIES
+ *     children (issue 51: "0 of 8 pages in the CMA area" once in four
+ *     runs under load);
  *  3. with the pages parked, every zone's nr_free_cma (/proc/zoneinfo,
  *     after vm.stat_refresh) is the CMA free blocks /proc/pagetypeinfo
  *     lists (within 64 pages: the best of five samples), and CmaFree in
@@ -20,10 +28,10 @@
  *     the pages are parked there and the child's pages are in it;
  *     afterwards no page of the child is in the area and its contents
  *     are intact; the area freed again;
- *  5. the same with a new child's pages parked, then drained: the CMA free
- *     lists grow by the parked pages of the child's refill blocks in the
- *     area at least and by all parked and per-cpu pages at most (within
- *     64), and step 3's counts agree again;
+ *  5. the same with a new child's pages parked (set up and tried as in 2),
+ *     then drained: the CMA free lists grow by the parked pages of the
+ *     child's refill blocks in the area at least and by all parked and
+ *     per-cpu pages at most (within 64), and step 3's counts agree again;
  *  6. no BUG/WARNING in dmesg.
  */
 #include "pc_test.h"
@@ -37,6 +45,7 @@
 #define CMA_DIR		"/sys/kernel/debug/cma"
 #define NPAGES		8
 #define COLOR		9
+#define CMA_TRIES	5
 
 static char area[300];
 static unsigned long long base, count;
@@ -323,6 +332,15 @@ static void end_child(pid_t pid)
 	}
 }
 
+/* The state step 2 needs: nothing parked, no stray per-cpu pages, compacted. */
+static void prepare(void)
+{
+	pc_settle();
+	pc_wait_parked(1, 30000);
+	pc_write_file("/proc/sys/vm/compact_memory", "1");
+	pc_wait_parked(1, 30000);
+}
+
 int main(void)
 {
 	uint64_t pfns[NPAGES];
@@ -342,12 +360,21 @@ int main(void)
 		return tap_finish();
 
 	/* 2 */
-	pc_wait_parked(1, 30000);
-	pid = start_child(pfns, &ok);
-	expect = ok ? parked_in_area(pfns, &in) : 0;
+	for (i = 1; ; i++) {
+		prepare();
+		pid = start_child(pfns, &ok);
+		expect = ok ? parked_in_area(pfns, &in) : 0;
+		if ((ok && in > 0 && expect > 0) || i == CMA_TRIES)
+			break;
+		tap_diag("try %d: %d of %d pages in the CMA area, %lld parked there; again",
+			 i, ok ? in : -1, NPAGES, expect);
+		cma_state("try failed");
+		end_child(pid);
+	}
 	tap_ok(ok && in > 0 && expect > 0, "bound to colour %d on cpu %d: %d of %d pages "
-	       "in the CMA area, %lld pages of their refill blocks parked there",
-	       COLOR, child_cpu, ok ? in : -1, NPAGES, expect);
+	       "in the CMA area, %lld pages of their refill blocks parked there "
+	       "(try %d of at most %d)",
+	       COLOR, child_cpu, ok ? in : -1, NPAGES, expect, i, CMA_TRIES);
 
 	/* 3 */
 	tap_ok(counts_agree("pages parked in CMA"), "with pages parked in CMA: "
@@ -373,12 +400,19 @@ int main(void)
 	end_child(pid);
 	cma_state("child ended");
 
-	/* 5 */
-	pc_wait_parked(1, 30000);
-	cma_state("drained");
-	pid = start_child(pfns, &ok);
-	cma_state("new child");
-	expect = ok ? parked_in_area(pfns, &in) : 0;
+	/* 5: the premise of step 2 again, as many tries */
+	for (i = 1; ; i++) {
+		prepare();
+		cma_state("drained");
+		pid = start_child(pfns, &ok);
+		cma_state("new child");
+		expect = ok ? parked_in_area(pfns, &in) : 0;
+		if ((ok && expect > 0) || i == CMA_TRIES)
+			break;
+		tap_diag("try %d: %d of %d pages in the CMA area, %lld parked there; again",
+			 i, ok ? in : -1, NPAGES, expect);
+		end_child(pid);
+	}
 	/*
 	 * The growth is counted on the free lists: nr_free_cma can lag them
 	 * for a moment after the release of test 4 (by about 7,570 pages
@@ -387,7 +421,8 @@ int main(void)
 	 */
 	cma_mismatch(&st, &before);
 	tap_ok(ok && expect > 0, "a new child's refill blocks park %lld pages in the "
-	       "CMA area (%d of its pages there)", expect, ok ? in : -1);
+	       "CMA area (%d of its pages there; try %d of at most %d)", expect,
+	       ok ? in : -1, i, CMA_TRIES);
 	/* other refills (the child's page tables, say) park in the area too */
 	pcp = pcp_pages();
 	parked = pc_vmstat("nr_color_parked");
