@@ -150,21 +150,21 @@ mccdb_gate_account_running(int64 now_us)
 	}
 }
 
-/* An entry's slots start (sign 1) or stop (-1) counting; caller holds the lock. */
+/* An entry's slots start (sign 1) or stop (-1) counting in counts. */
 static void
-charge_slots(AdmissionEntry *e, int sign)
+count_slots(SlotCounts *counts, const AdmissionEntry *e, int sign)
 {
 	switch (e->lane)
 	{
 		case LANE_SLOTS:
-			mccdb_adm->used_slots += sign * e->slots;
-			mccdb_adm->domain_used[e->domain] += sign * e->slots;
+			counts->used_slots += sign * e->slots;
+			counts->domain_used[e->domain] += sign * e->slots;
 			break;
 		case LANE_SHORT:
-			mccdb_adm->short_used += sign * e->slots;
+			counts->short_used += sign * e->slots;
 			break;
 		case LANE_LOCKS:
-			mccdb_adm->lock_used += sign * e->slots;
+			counts->lock_used += sign * e->slots;
 			break;
 	}
 }
@@ -179,41 +179,33 @@ charge_slots(AdmissionEntry *e, int sign)
 static void
 check_slots_locked(void)
 {
-	int			used = 0,
-				short_used = 0,
-				lock_used = 0;
-	int			domain_used[MCCDB_MAX_LLC_DOMAINS] = {0};
+	SlotCounts	truth;
+	SlotCounts *kept = &mccdb_adm->counts;
 
+	memset(&truth, 0, sizeof(truth));
 	for (int i = 0; i < mccdb_adm->nentries; i++)
-	{
-		AdmissionEntry *e = &mccdb_adm->entries[i];
-
-		if (e->state != ENTRY_RUNNING)
-			continue;
-		if (e->lane == LANE_SLOTS)
-		{
-			used += e->slots;
-			domain_used[e->domain] += e->slots;
-		}
-		else if (e->lane == LANE_SHORT)
-			short_used += e->slots;
-		else
-			lock_used += e->slots;
-	}
-	if (used == mccdb_adm->used_slots && short_used == mccdb_adm->short_used &&
-		lock_used == mccdb_adm->lock_used &&
-		memcmp(domain_used, mccdb_adm->domain_used, sizeof(domain_used)) == 0)
+		if (mccdb_adm->entries[i].state == ENTRY_RUNNING)
+			count_slots(&truth, &mccdb_adm->entries[i], 1);
+	if (memcmp(&truth, kept, sizeof(truth)) == 0)
 		return;
 	Assert(false);
 	ereport(LOG,
 			(errmsg("mccdb: the gate counted %d slots used, %d short and %d for locks where its running queries take %d, %d and %d; recounted",
-					mccdb_adm->used_slots, mccdb_adm->short_used, mccdb_adm->lock_used,
-					used, short_used, lock_used)));
-	mccdb_adm->used_slots = used;
-	mccdb_adm->short_used = short_used;
-	mccdb_adm->lock_used = lock_used;
-	memcpy(mccdb_adm->domain_used, domain_used, sizeof(domain_used));
+					kept->used_slots, kept->short_used, kept->lock_used,
+					truth.used_slots, truth.short_used, truth.lock_used)));
+	*kept = truth;
 	mccdb_adm->repaired_total++;
+}
+
+/*
+ * An entry's slots start (sign 1) or stop (-1) counting, after its state
+ * became (or stopped being) running; caller holds the lock.
+ */
+static void
+charge_slots(AdmissionEntry *e, int sign)
+{
+	count_slots(&mccdb_adm->counts, e, sign);
+	check_slots_locked();
 }
 
 /* Remove this backend's entry and give back its slots; caller holds the lock. */
@@ -230,9 +222,11 @@ remove_entry_locked(void)
 		if (e->state == ENTRY_RUNNING || e->state == ENTRY_LENT)
 			mccdb_learn_from(e, now_us);
 		if (e->state == ENTRY_RUNNING)
+		{
+			e->state = ENTRY_FREE;
 			charge_slots(e, -1);
+		}
 		memset(e, 0, sizeof(*e));
-		check_slots_locked();
 	}
 	holding = false;
 	entry_statement = NULL;
@@ -332,7 +326,6 @@ lend_stalled_slots(int64 now_us)
 			e->state = ENTRY_LENT;
 			charge_slots(e, -1);
 			mccdb_adm->lent_total++;
-			check_slots_locked();
 		}
 	}
 }
@@ -592,7 +585,6 @@ admit_locked(MccdbStatement *st, AdmissionEntry *e, int64 enqueued_us,
 	e->admit_seq = mccdb_adm->next_admit_seq++;
 	e->slots = Min(e->slots, mccdb_domain_slots(e->domain));
 	charge_slots(e, 1);
-	check_slots_locked();
 	mccdb_adm->admitted_total++;
 	if (starved)
 		mccdb_adm->starved_total++;
@@ -932,7 +924,6 @@ lend_slots(MccdbStatement *st)
 		mccdb_gate_account_running(mccdb_monotonic_us());
 		e->state = ENTRY_LENT;
 		charge_slots(e, -1);
-		check_slots_locked();
 	}
 	if (e->pid == MyProcPid)
 		e->stalled_since_us = 0;

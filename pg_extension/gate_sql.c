@@ -104,7 +104,7 @@ domain_use(int *slots, int *used, int ndomains)
 	if (mccdb_adm == NULL)
 		return;
 	LWLockAcquire(mccdb_adm->lock, LW_SHARED);
-	memcpy(used, mccdb_adm->domain_used, sizeof(int) * Min(ndomains, MCCDB_MAX_LLC_DOMAINS));
+	memcpy(used, mccdb_adm->counts.domain_used, sizeof(int) * Min(ndomains, MCCDB_MAX_LLC_DOMAINS));
 	LWLockRelease(mccdb_adm->lock);
 }
 
@@ -127,7 +127,7 @@ mccdb_scheduler(PG_FUNCTION_ARGS)
 	LWLockAcquire(mccdb_adm->lock, LW_SHARED);
 	values[0] = CStringGetTextDatum(mccdb_schedule_name(mccdb_schedule));
 	values[1] = Int32GetDatum(mccdb_total_slots());
-	values[2] = Int32GetDatum(mccdb_adm->used_slots);
+	values[2] = Int32GetDatum(mccdb_adm->counts.used_slots);
 	values[3] = BoolGetDatum(mccdb_adm->held_by != 0);
 	values[4] = Int64GetDatum(mccdb_adm->admitted_total);
 	values[5] = Int64GetDatum(mccdb_adm->starved_total);
@@ -136,8 +136,8 @@ mccdb_scheduler(PG_FUNCTION_ARGS)
 	nulls[7] = mccdb_adm->held_by == 0;
 	values[8] = Int64GetDatum(mccdb_adm->lock_admitted_total);
 	values[9] = Int64GetDatum(mccdb_adm->lent_total);
-	values[10] = Int32GetDatum(mccdb_adm->short_used);
-	values[11] = Int32GetDatum(mccdb_adm->lock_used);
+	values[10] = Int32GetDatum(mccdb_adm->counts.short_used);
+	values[11] = Int32GetDatum(mccdb_adm->counts.lock_used);
 	values[12] = Int64GetDatum(mccdb_adm->repaired_total);
 	LWLockRelease(mccdb_adm->lock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

@@ -45,11 +45,12 @@ typedef enum EntryState
 } EntryState;
 
 /*
- * What an admitted entry's slots count against: the slots (used_slots,
- * never more than mccdb_total_slots()), the short queries that shortest
- * runs beside them (short_used, never more than mccdb_total_slots()), or
- * the queries admitted because a running query waits for their locks
- * (lock_used: they must run, or the two would wait for each other).
+ * What an admitted entry's slots count against (SlotCounts): the slots
+ * (used_slots, never more than mccdb_total_slots()), the short queries that
+ * shortest runs beside them (short_used, never more than
+ * mccdb_total_slots()), or the queries admitted because a running query
+ * waits for their locks (lock_used: they must run, or the two would wait
+ * for each other).
  */
 typedef enum EntryLane
 {
@@ -112,16 +113,22 @@ typedef struct RoleRate
 	int64		last_used_us;
 } RoleRate;
 
+/* The slots the running entries take, by lane (EntryLane). */
+typedef struct SlotCounts
+{
+	int			used_slots;		/* of LANE_SLOTS entries */
+	int			domain_used[MCCDB_MAX_LLC_DOMAINS];	/* of used_slots, per domain */
+	int			short_used;		/* of LANE_SHORT entries */
+	int			lock_used;		/* of LANE_LOCKS entries */
+} SlotCounts;
+
 typedef struct AdmissionShared
 {
 	LWLock	   *lock;
 	ConditionVariable cv;
 	int			held_by;		/* pid of mccdb_hold_admission(true), 0 = not held */
 	Oid			held_by_role;	/* the role that took it */
-	int			used_slots;		/* of LANE_SLOTS entries */
-	int			domain_used[MCCDB_MAX_LLC_DOMAINS];	/* of used_slots, per domain */
-	int			short_used;		/* of LANE_SHORT entries */
-	int			lock_used;		/* of LANE_LOCKS entries */
+	SlotCounts	counts;			/* of the running entries */
 	int64		repaired_total; /* slot counts found wrong and recounted */
 	int64		next_seq;
 	int64		next_admit_seq;

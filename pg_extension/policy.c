@@ -101,7 +101,7 @@ mccdb_place_locked(AdmissionEntry *e, bool must)
 
 	for (d = 0; d < nd; d++)
 	{
-		domains[d].free_slots = mccdb_domain_slots(d) - mccdb_adm->domain_used[d];
+		domains[d].free_slots = mccdb_domain_slots(d) - mccdb_adm->counts.domain_used[d];
 		memset(domains[d].running, 0, sizeof(domains[d].running));
 	}
 	for (int i = 0; i < mccdb_adm->nentries; i++)
@@ -209,7 +209,7 @@ pick_predictive(int slots, int64 now_us)
 	model_matrix((const ModelCell (*)[MODEL_CLASSES]) mccdb_adm->learned, m);
 	pick = model_pick(scratch_waiting, nw, scratch_running, nr,
 					  (const double (*)[MODEL_CLASSES]) m,
-					  slots - mccdb_adm->used_slots, COMPATIBLE_LIMIT);
+					  slots - mccdb_adm->counts.used_slots, COMPATIBLE_LIMIT);
 	return pick < 0 ? NULL : scratch_waiters[pick];
 }
 
@@ -241,7 +241,7 @@ pick_shortest(int64 now_us, bool *at_once)
 	int			widest = mccdb_max_query_slots();
 
 	for (int d = 0; d < mccdb_gate_domains(); d++)
-		max_free = Max(max_free, mccdb_domain_slots(d) - mccdb_adm->domain_used[d]);
+		max_free = Max(max_free, mccdb_domain_slots(d) - mccdb_adm->counts.domain_used[d]);
 	for (int i = 0; i < mccdb_adm->nentries; i++)
 	{
 		AdmissionEntry *e = &mccdb_adm->entries[i];
@@ -272,7 +272,7 @@ pick_shortest(int64 now_us, bool *at_once)
 			best_due = due;
 		}
 	}
-	if (oldest_short != NULL && !any_due && mccdb_adm->short_used < mccdb_total_slots())
+	if (oldest_short != NULL && !any_due && mccdb_adm->counts.short_used < mccdb_total_slots())
 	{
 		*at_once = true;
 		return oldest_short;

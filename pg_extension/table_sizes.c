@@ -120,7 +120,8 @@ size_valid(const LearnedSize *e)
 		e->key.kind >= MCCDB_HASH_JOIN && e->key.kind <= MCCDB_RESCANNED_INNER &&
 		e->nrelids >= 0 && e->nrelids <= MCCDB_TABLE_RELIDS &&
 		isfinite(e->bytes) && e->bytes > 0 && e->bytes < 1e18 &&
-		isfinite(e->rows) && e->rows >= 0 && e->runs > 0;
+		isfinite(e->rows) && (e->rows >= 0 || e->rows == -1) &&	/* -1: not measured */
+		e->runs > 0;
 }
 
 static void

@@ -203,3 +203,72 @@ def test_stats_kind_refuses_an_id_that_is_not_a_custom_kind(server):
     with pytest.raises(psycopg.errors.InvalidParameterValue) as e:
         server.execute("alter system set mccdb.stats_kind = 3")
     assert "Custom statistics kinds are 24 to 32" in e.value.diag.message_detail
+
+
+# ---- issue 48: the sizes file keeps the first mccdb.learned_tables, and
+# rejects a value no run could have written
+
+def size_queries(n):
+    """n queries of different queryids, each with one hash join."""
+    return ["select count(*)" + ", sum(lo_quantity)" * k +
+            " from lineorder join part on p_partkey = lo_partkey where p_size < 5"
+            for k in range(n)]
+
+
+def learned_count(c, sqls):
+    c.execute("set enable_nestloop = off")
+    c.execute("set enable_mergejoin = off")
+    return sum("learned" in {t["Size Source"] for t in explain_mccdb(c, sql).get("Tables", [])}
+               for sql in sqls)
+
+
+def learn_sizes(sqls):
+    with connect() as c:
+        c.execute("set max_parallel_workers_per_gather = 0")
+        c.execute("set enable_nestloop = off")
+        c.execute("set enable_mergejoin = off")
+        for sql in sqls:
+            c.execute(sql).fetchall()
+        assert learned_count(c, sqls) == len(sqls), "every query's hash table was learned"
+
+
+def test_a_smaller_learned_tables_keeps_the_first_ones(server):
+    server.execute("select mccdb_learned_reset()")
+    sqls = size_queries(21)
+    learn_sizes(sqls)
+    server.execute("alter system set mccdb.learned_tables = 16")
+    server.close()
+    try:
+        with server_log() as log:
+            cluster("restart")
+        with connect() as c:
+            kept = learned_count(c, sqls)
+        assert kept == 16, f"{kept} of 21 sizes kept under mccdb.learned_tables = 16"
+        assert "ignoring invalid file" not in log.text, log.text[-2000:]
+    finally:
+        with connect() as c:
+            c.execute("alter system reset mccdb.learned_tables")
+        cluster("restart")
+
+
+def test_a_sizes_file_with_a_nan_size_is_ignored_whole(server):
+    from test_learned_keys_and_files import HEADER, crc32c
+    import struct
+
+    server.execute("select mccdb_learned_reset()")
+    sqls = size_queries(3)
+    learn_sizes(sqls)
+    server.close()
+    path = cluster("stop") / "data" / "pg_stat" / "mccdb_table_sizes.stat"
+    data = bytearray(path.read_bytes())
+    _, entry_size, nentries = HEADER.unpack_from(data)
+    assert nentries == 3 and len(data) == HEADER.size + nentries * entry_size + 4
+    # LearnedSize ends with bytes, rows, runs: the first entry's bytes, NaN
+    struct.pack_into("<d", data, HEADER.size + entry_size - 24, float("nan"))
+    struct.pack_into("<I", data, len(data) - 4, crc32c(bytes(data[:-4])))
+    path.write_bytes(bytes(data))
+    with server_log() as log:
+        cluster("restart")
+    with connect() as c:
+        assert learned_count(c, sqls) == 0, "a size from a file holding a NaN was used"
+    assert 'ignoring invalid file "pg_stat/mccdb_table_sizes.stat"' in log.text, log.text[-2000:]
