@@ -41,6 +41,15 @@ extern void mccdb_admission_run(MccdbStatement *st, ScanDirection direction,
 								uint64 count, bool execute_once,
 								void (*run) (QueryDesc *, ScanDirection, uint64, bool));
 
+/*
+ * Might the gate stand in front of a run of this plan, of this cost under
+ * the server's settings?  Cheap: compares, no lock, no catalog.
+ */
+extern bool mccdb_gate_wants(QueryDesc *queryDesc, bool cost_known, Cost cost);
+
+/* A run the gate let pass: counted for a query it admitted before. */
+extern void mccdb_admission_count_bypass(QueryDesc *queryDesc);
+
 /* The statement ends (ExecutorEnd): give its slots back. */
 extern void mccdb_admission_statement_end(MccdbStatement *st);
 

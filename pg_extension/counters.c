@@ -211,6 +211,12 @@ mccdb_counters_init(void)
 }
 
 /* A top-level statement starts: count it, if mccdb.counters is on. */
+bool
+mccdb_counters_wanted(void)
+{
+	return count_queries;
+}
+
 void
 mccdb_counters_statement_start(MccdbStatement *st)
 {

@@ -21,6 +21,8 @@ extern const char *mccdb_counter_encode(const char *name, struct perf_event_attr
  * Start counting a statement (silently nothing where counters are
  * unavailable); stop and keep the values in the statement's state.
  */
+/* Would a top-level statement be counted (mccdb.counters)? */
+extern bool mccdb_counters_wanted(void);
 extern void mccdb_counters_statement_start(MccdbStatement *st);
 extern void mccdb_counters_statement_stop(MccdbStatement *st);
 

@@ -542,26 +542,31 @@ is_own_statement(PlannedStmt *stmt)
 }
 
 /*
- * Does the gate stand in front of this run?  A client's SELECT at the time
- * it runs (a cursor a function opened is fetched at the client's level and
+ * Does the gate stand in front of this run?  (mccdb_gate_wants: all but the
+ * catalog lookups of is_own_statement, for a statement without a state.)
+ * A client's SELECT at the time it runs (a cursor a function opened is fetched at the client's level and
  * is gated then), not the extension's own, costing at least
  * mccdb.schedule_min_cost under the server's cost settings or of a cost
  * not known; the session that holds the gate is not held by it.  The cheap
  * tests first: most statements are cheap.
  */
-static bool
-gate_applies(MccdbStatement *st)
+bool
+mccdb_gate_wants(QueryDesc *queryDesc, bool cost_known, Cost cost)
 {
-	QueryDesc  *queryDesc = st->queryDesc;
-
 	return mccdb_schedule != MCCDB_SCHEDULE_OFF &&
 		mccdb_adm != NULL &&
 		queryDesc->operation == CMD_SELECT &&
-		(!st->cost_known || st->real_cost >= mccdb_schedule_min_cost_value()) &&
+		(!cost_known || cost >= mccdb_schedule_min_cost_value()) &&
 		mccdb_client_statement() &&
 		!creating_extension &&
-		mccdb_adm->held_by != MyProcPid &&
-		!is_own_statement(queryDesc->plannedstmt);
+		mccdb_adm->held_by != MyProcPid;
+}
+
+static bool
+gate_applies(MccdbStatement *st)
+{
+	return mccdb_gate_wants(st->queryDesc, st->cost_known, st->real_cost) &&
+		!is_own_statement(st->queryDesc->plannedstmt);
 }
 
 /* Take the slots of this backend's entry as admitted; caller holds the lock. */
@@ -868,39 +873,90 @@ gate_receiver(MccdbStatement *st, DestReceiver *inner)
 }
 
 /*
- * A top-level SELECT the gate let pass: counted for a query the gate has
- * admitted before (cheap queries that never were get no entry, so they
- * cannot crowd out the ones that matter).
+ * The keys of the known queries (those the gate admitted), as this backend
+ * last copied them, sorted by queryid: a statement the gate lets pass is
+ * looked up here, without the gate's lock, and only a known one takes it.
+ * The copy is made again when the shared table's generation moves.
  */
-static void
-count_bypass(MccdbStatement *st)
+static MccdbQueryKey *known_copy = NULL;
+static int	nknown_copy = 0;
+static uint64 known_copy_generation = 0;
+
+static int
+key_by_queryid(const void *a, const void *b)
 {
-	MccdbQueryKey key = {GetUserId(), MyDatabaseId, st->queryDesc->plannedstmt->queryId, 0};
-	int			i,
-				found = -1;
+	uint64		x = ((const MccdbQueryKey *) a)->queryid;
+	uint64		y = ((const MccdbQueryKey *) b)->queryid;
 
-	if (mccdb_schedule == MCCDB_SCHEDULE_OFF || mccdb_adm == NULL || !st->top || key.queryid == 0 ||
-		st->queryDesc->operation != CMD_SELECT)
-		return;
-	/* most bypassed queries (cheap ones) were never admitted: no exclusive lock for them */
-	LWLockAcquire(mccdb_adm->lock, LW_SHARED);
-	for (i = 0; i < KNOWN_QUERIES && found < 0; i++)
-		if (mccdb_adm->known[i].key.queryid == key.queryid &&
-			mccdb_adm->known[i].key.dbid == key.dbid &&
-			mccdb_adm->known[i].key.userid == key.userid)
-			found = i;
-	LWLockRelease(mccdb_adm->lock);
-	if (found < 0)
-		return;
-	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
-	if (mccdb_adm->known[found].key.queryid == key.queryid &&
-		mccdb_adm->known[found].key.dbid == key.dbid &&
-		mccdb_adm->known[found].key.userid == key.userid)
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+static bool
+maybe_known(const MccdbQueryKey *key)
+{
+	uint64		generation = pg_atomic_read_u64(&mccdb_adm->known_generation);
+	int			lo = 0,
+				hi;
+
+	if (generation != known_copy_generation)
 	{
-		KnownQuery *k = &mccdb_adm->known[found];
-		MccdbQueryCounters bypass = {.bypasses = 1};
+		if (known_copy == NULL)
+			known_copy = MemoryContextAlloc(TopMemoryContext,
+											sizeof(MccdbQueryKey) * KNOWN_QUERIES);
+		nknown_copy = 0;
+		LWLockAcquire(mccdb_adm->lock, LW_SHARED);
+		known_copy_generation = pg_atomic_read_u64(&mccdb_adm->known_generation);
+		for (int i = 0; i < KNOWN_QUERIES; i++)
+			if (mccdb_adm->known[i].key.queryid != 0)
+				known_copy[nknown_copy++] = mccdb_adm->known[i].key;
+		LWLockRelease(mccdb_adm->lock);
+		qsort(known_copy, nknown_copy, sizeof(MccdbQueryKey), key_by_queryid);
+	}
+	/* the first of this queryid, then those after it */
+	hi = nknown_copy;
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
 
-		mccdb_query_stats_add(&k->stats, &k->key, &bypass);
+		if (known_copy[mid].queryid < key->queryid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < nknown_copy && known_copy[lo].queryid == key->queryid; lo++)
+		if (known_copy[lo].dbid == key->dbid && known_copy[lo].userid == key->userid)
+			return true;
+	return false;
+}
+
+/*
+ * A client's SELECT the gate let pass: counted for a query the gate has
+ * admitted before (cheap queries that never were get no entry, so they
+ * cannot crowd out the ones that matter, and take no lock).
+ */
+void
+mccdb_admission_count_bypass(QueryDesc *queryDesc)
+{
+	MccdbQueryKey key = {GetUserId(), MyDatabaseId, queryDesc->plannedstmt->queryId, 0};
+	int			i;
+
+	if (mccdb_schedule == MCCDB_SCHEDULE_OFF || mccdb_adm == NULL || key.queryid == 0 ||
+		queryDesc->operation != CMD_SELECT || !mccdb_client_statement() || !maybe_known(&key))
+		return;
+	elog(DEBUG3, "mccdb: counting a bypass of a known query");
+	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
+	for (i = 0; i < KNOWN_QUERIES; i++)
+	{
+		KnownQuery *k = &mccdb_adm->known[i];
+
+		if (k->key.queryid == key.queryid && k->key.dbid == key.dbid &&
+			k->key.userid == key.userid)
+		{
+			MccdbQueryCounters bypass = {.bypasses = 1};
+
+			mccdb_query_stats_add(&k->stats, &k->key, &bypass);
+			break;
+		}
 	}
 	LWLockRelease(mccdb_adm->lock);
 	mccdb_query_stats_report();
@@ -951,7 +1007,7 @@ mccdb_admission_run(MccdbStatement *st, ScanDirection direction,
 	}
 	if (!gate_applies(st) || !wait_for_admission(st))
 	{
-		count_bypass(st);
+		mccdb_admission_count_bypass(st->queryDesc);
 		run(st->queryDesc, direction, count, execute_once);
 		return;
 	}

@@ -119,6 +119,7 @@ admission_shmem_startup(void)
 		mccdb_adm->nentries = MaxBackends;
 		mccdb_adm->next_seq = 1;
 		mccdb_adm->next_admit_seq = 1;
+		pg_atomic_init_u64(&mccdb_adm->known_generation, 1);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

@@ -28,6 +28,7 @@
 #include "nodes/execnodes.h"
 #include "model.h"
 #include "query_stats.h"
+#include "port/atomics.h"
 #include "storage/condition_variable.h"
 #include "storage/lwlock.h"
 #include "topology.h"
@@ -144,6 +145,8 @@ typedef struct AdmissionShared
 	ModelCell	learned[MODEL_CLASSES][MODEL_CLASSES];
 	RoleRate	rates[ROLE_RATES];
 	KnownQuery	known[KNOWN_QUERIES];
+	/* bumped whenever a known query comes or goes: read without the lock */
+	pg_atomic_uint64 known_generation;
 	int			nentries;
 	AdmissionEntry entries[FLEXIBLE_ARRAY_MEMBER];
 } AdmissionShared;

@@ -125,6 +125,7 @@ mccdb_forget_learned(void)
 	memset(mccdb_adm->learned, 0, sizeof(mccdb_adm->learned));
 	memset(mccdb_adm->rates, 0, sizeof(mccdb_adm->rates));
 	memset(mccdb_adm->known, 0, sizeof(mccdb_adm->known));
+	pg_atomic_fetch_add_u64(&mccdb_adm->known_generation, 1);
 }
 
 /*
@@ -285,6 +286,7 @@ mccdb_known_query(const MccdbQueryKey *key, bool create, int64 now_us)
 	if (oldest->key.queryid != 0)
 		mccdb_query_stats_forget(&oldest->key);
 	memset(oldest, 0, sizeof(*oldest));
+	pg_atomic_fetch_add_u64(&mccdb_adm->known_generation, 1);
 	oldest->key = *key;
 	oldest->last_used_us = now_us;
 	oldest->stats.since = GetCurrentTimestamp();

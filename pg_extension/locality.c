@@ -420,6 +420,65 @@ mccdb_locality_describe(const MccdbLocality *loc)
 	return psprintf("%s (%s; LLC %s)", cls, loc->basis, llc);
 }
 
+/*
+ * Might the plan build a table the locality estimate counts (a hash table,
+ * a hashed aggregate or set operation, a nested loop's rescanned inner)?
+ * Errs towards yes; a point lookup's plan answers no after a node or two.
+ */
+static bool
+holds_tables(Plan *plan)
+{
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return false;
+	check_stack_depth();
+	switch (nodeTag(plan))
+	{
+		case T_Hash:
+		case T_HashJoin:
+		case T_NestLoop:
+		case T_SetOp:
+		case T_RecursiveUnion:
+		case T_Memoize:
+		case T_CustomScan:
+			return true;
+		case T_Agg:
+			if (((Agg *) plan)->aggstrategy != AGG_PLAIN &&
+				((Agg *) plan)->aggstrategy != AGG_SORTED)
+				return true;
+			break;
+		case T_Append:
+			foreach(lc, ((Append *) plan)->appendplans)
+				if (holds_tables(lfirst(lc)))
+					return true;
+			break;
+		case T_MergeAppend:
+			foreach(lc, ((MergeAppend *) plan)->mergeplans)
+				if (holds_tables(lfirst(lc)))
+					return true;
+			break;
+		case T_SubqueryScan:
+			if (holds_tables(((SubqueryScan *) plan)->subplan))
+				return true;
+			break;
+		default:
+			break;
+	}
+	return holds_tables(outerPlan(plan)) || holds_tables(innerPlan(plan));
+}
+
+bool
+mccdb_plan_holds_tables(PlannedStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->subplans)
+		if (holds_tables(lfirst(lc)))
+			return true;
+	return holds_tables(stmt->planTree);
+}
+
 /* Skip nodes that only pass tuples through on the way to a join's input. */
 static Plan *
 skip_passthrough(Plan *plan)

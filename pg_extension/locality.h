@@ -72,6 +72,9 @@ extern void mccdb_locality_init(void);
 extern const char *mccdb_locality_class_name(MccdbLocalityClass cls);
 extern int	mccdb_locality_class_from_name(const char *name);
 
+/* Might the plan build a table the estimate counts?  (Cheap: errs towards yes.) */
+extern bool mccdb_plan_holds_tables(PlannedStmt *stmt);
+
 /* A plan's cost without the disable_cost that enable_* = off added. */
 extern Cost mccdb_real_cost(PlannedStmt *stmt);
 /* Take that disable_cost out of the plan's nodes themselves. */

@@ -51,6 +51,32 @@ static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 void		_PG_init(void);
 
 /*
+ * Does any module act on this statement before it runs or when it ends?
+ * EXPLAIN shows it; a client's statement may be coloured, counted,
+ * recorded, or teach its hash tables' sizes.  Compares and a walk of a
+ * point lookup's node or two: a statement nothing wants gets no state at
+ * all (no memory context, no lock), and the gate, which asks at each run,
+ * makes one then if it stands in front of it (executor_run).
+ */
+static bool
+statement_wanted(QueryDesc *queryDesc, int eflags, bool top)
+{
+	PlannedStmt *plan = queryDesc->plannedstmt;
+	Cost		cost;
+	bool		cost_known;
+
+	if (mccdb_explain_wants(queryDesc) || mccdb_recent_wants_statement(top, eflags))
+		return true;
+	if (!top)
+		return false;
+	if (mccdb_counters_wanted() ||
+		(mccdb_table_sizes_enabled() && plan->queryId != 0 && mccdb_plan_holds_tables(plan)))
+		return true;
+	cost_known = mccdb_server_cost(plan, &cost);
+	return mccdb_partition_wants(cost_known, cost);
+}
+
+/*
  * The statement's state is created before the executor starts: its page
  * colours are set first, so that its executor state lands on them too, not
  * only the hash tables built later (scripts/testbox checks every page the
@@ -65,6 +91,14 @@ mccdb_ExecutorStart(QueryDesc *queryDesc, int eflags)
 
 	if (IsParallelWorker())
 		mccdb_admission_parallel_worker();
+	if (!statement_wanted(queryDesc, eflags, top))
+	{
+		if (prev_ExecutorStart)
+			prev_ExecutorStart(queryDesc, eflags);
+		else
+			standard_ExecutorStart(queryDesc, eflags);
+		return;
+	}
 	st = mccdb_statement_begin(queryDesc, top);
 
 	st->explain = mccdb_explain_wants(queryDesc);
@@ -110,17 +144,31 @@ run_nested(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
 	PG_END_TRY();
 }
 
-/* The admission gate stands in front of every run (gate.c). */
+/*
+ * The admission gate stands in front of every run (gate.c).  A statement
+ * without a state gets one here when the gate may stand in front of it (a
+ * cursor a function opened, fetched at the client's level).
+ */
 static void
 executor_run(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
 			 bool execute_once)
 {
 	MccdbStatement *st = mccdb_statement_find(queryDesc);
 
-	if (st == NULL)				/* started before mccdb could see it */
-		run_nested(queryDesc, direction, count, execute_once);
-	else
-		mccdb_admission_run(st, direction, count, execute_once, run_nested);
+	if (st == NULL)
+	{
+		Cost		cost;
+		bool		cost_known = mccdb_server_cost(queryDesc->plannedstmt, &cost);
+
+		if (!mccdb_gate_wants(queryDesc, cost_known, cost))
+		{
+			mccdb_admission_count_bypass(queryDesc);
+			run_nested(queryDesc, direction, count, execute_once);
+			return;
+		}
+		st = mccdb_statement_begin(queryDesc, mccdb_client_statement());
+	}
+	mccdb_admission_run(st, direction, count, execute_once, run_nested);
 }
 
 static void

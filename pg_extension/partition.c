@@ -426,6 +426,12 @@ mccdb_partition_init(void)
  * group) of its locality class, before its executor state is allocated.
  * A statement below mccdb.partition_min_cost runs where the backend is.
  */
+bool
+mccdb_partition_wants(bool cost_known, Cost cost)
+{
+	return backend != PARTITION_NONE && (!cost_known || cost >= partition_min_cost);
+}
+
 void
 mccdb_partition_statement_start(MccdbStatement *st)
 {
@@ -433,7 +439,7 @@ mccdb_partition_statement_start(MccdbStatement *st)
 	PartitionFrame *f;
 	bool		on;
 
-	if (backend == PARTITION_NONE || (st->cost_known && st->real_cost < partition_min_cost))
+	if (!mccdb_partition_wants(st->cost_known, st->real_cost))
 		return;
 	loc = mccdb_statement_locality(st);
 	on = backend == PARTITION_COLORS ? loc->cls != MCCDB_WEAK : loc->cls == MCCDB_WEAK;

@@ -165,12 +165,16 @@ mccdb_recent_init(void)
 bool
 mccdb_recent_wants(const MccdbStatement *st)
 {
+	return mccdb_recent_wants_statement(st->top, st->queryDesc->estate->es_top_eflags);
+}
+
+bool
+mccdb_recent_wants_statement(bool top, int eflags)
+{
 	if (recent == NULL || recent_max == 0 || creating_extension ||
-		IsParallelWorker() ||
-		(st->queryDesc->estate->es_top_eflags & EXEC_FLAG_EXPLAIN_ONLY))
+		IsParallelWorker() || (eflags & EXEC_FLAG_EXPLAIN_ONLY))
 		return false;
-	return track == MCCDB_TRACK_ALL ||
-		(track == MCCDB_TRACK_TOP && st->top);
+	return track == MCCDB_TRACK_ALL || (track == MCCDB_TRACK_TOP && top);
 }
 
 /*

@@ -15,6 +15,8 @@ extern void mccdb_recent_init(void);
 
 /* Does mccdb.track record this statement? */
 extern bool mccdb_recent_wants(const MccdbStatement *st);
+/* The same before the statement has a state: is it a client's, its eflags. */
+extern bool mccdb_recent_wants_statement(bool top, int eflags);
 
 /* Record it, once its locality holds the actual sizes. */
 extern void mccdb_recent_record(const MccdbStatement *st);

@@ -114,11 +114,15 @@ statement_context_reset(void *arg)
 MccdbStatement *
 mccdb_statement_begin(QueryDesc *queryDesc, bool top)
 {
-	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
-											  "mccdb statement",
-											  ALLOCSET_SMALL_SIZES);
-	MccdbStatement *st = MemoryContextAllocZero(cxt, sizeof(MccdbStatement));
-	MemoryContextCallback *cb = MemoryContextAlloc(cxt, sizeof(MemoryContextCallback));
+	MemoryContext cxt;
+	MccdbStatement *st;
+	MemoryContextCallback *cb;
+
+	/* what make test counts: no statement nothing wants gets here (mccdb.c) */
+	elog(DEBUG3, "mccdb: state of a statement at nesting level %d", nesting_level);
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "mccdb statement", ALLOCSET_SMALL_SIZES);
+	st = MemoryContextAllocZero(cxt, sizeof(MccdbStatement));
+	cb = MemoryContextAlloc(cxt, sizeof(MemoryContextCallback));
 
 	st->queryDesc = queryDesc;
 	st->cxt = cxt;

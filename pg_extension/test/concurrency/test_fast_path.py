@@ -1,0 +1,56 @@
+"""A statement mccdb does not act on costs no state and no lock (issue 49).
+
+Checked structurally, not by timing: mccdb says at DEBUG3 when it makes a
+statement's state (a memory context, a plan walk) and when it takes the
+gate's lock for a statement the gate let pass; a session at
+client_min_messages = debug3 hears each.  A point lookup, simple or
+prepared, with the gate on (it costs far less than
+mccdb.schedule_min_cost) and mccdb.track = none must make neither: the
+recent-queries ring, on by default (mccdb.track = top), records every
+client statement and is the cost left.  The same session's hash join, and
+a known query the gate lets pass, do make them: the count can see one.
+"""
+from conftest import configure, connect
+from test_gate_never_hangs import JOIN, tables  # noqa: F401 (a fixture)
+
+POINT = "select v from gate_small where id = %s"
+
+
+def mccdb_debug(c, run):
+    """What mccdb told the session at DEBUG3 while run(c) ran."""
+    heard = []
+    c.add_notice_handler(lambda d: heard.append(d.message_primary or ""))
+    c.execute("set client_min_messages = debug3")
+    try:
+        run(c)
+    finally:
+        c.execute("reset client_min_messages")
+    return [m for m in heard if m.startswith("mccdb:")]
+
+
+def test_a_point_lookup_makes_no_state_and_takes_no_gate_lock(ctl, tables):
+    configure(ctl, schedule="shortest", corun_slots=2, max_wait="10min", min_cost=1000)
+    with connect() as c:
+        c.execute("set mccdb.track = none")
+        c.execute(JOIN).fetchall()     # the gate knows a query: bypasses are looked up
+
+        def lookups(c):
+            for i in range(100):
+                c.execute(POINT, (i % 100 + 1,)).fetchall()
+                c.execute(POINT, (i % 100 + 1,), prepare=True).fetchall()
+
+        assert mccdb_debug(c, lookups) == []
+        # the hash join makes a state (it may teach its table's size)
+        assert any("state of a statement" in m
+                   for m in mccdb_debug(c, lambda c: c.execute(JOIN).fetchall()))
+
+
+def test_a_known_query_the_gate_lets_pass_is_counted(ctl, tables):
+    configure(ctl, schedule="shortest", corun_slots=2, max_wait="10min", min_cost=0)
+    with connect() as c:
+        c.execute("set mccdb.track = none")
+        c.execute("set mccdb.min_cost = 0")
+        c.execute(JOIN).fetchall()     # admitted: known
+        c.execute("set mccdb.min_cost = 1e30")
+        heard = mccdb_debug(c, lambda c: c.execute(JOIN).fetchall())
+    assert "mccdb: counting a bypass of a known query" in heard, heard
