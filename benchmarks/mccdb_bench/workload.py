@@ -480,7 +480,7 @@ def main(argv=None):
                                 per.setdefault((load, cname, cls), {}).setdefault(k, []).append(v)
     finally:
         configs.restore_server(a.db)
-    write_page(res, a, cfgs, groups, loads, plans, capacity_note, per, recorded, extras, added)
+    write_page(res, a, cfgs, groups, loads, plans, capacity_note, per, recorded, extras, added, capacity)
     return res, per
 
 
@@ -541,7 +541,8 @@ def pooler_text(a, cfgs, added):
     return text + "\n"
 
 
-def write_page(res, a, cfgs, groups, loads, plans, capacity_note, per, recorded, extras, added=None):
+def write_page(res, a, cfgs, groups, loads, plans, capacity_note, per, recorded, extras, added=None,
+               capacity=None):
     parts = [f"{share:.0%} {items[0].cls} ({', '.join(i.name for i in items)})" for share, items in groups]
     res.add(f"Mix `{a.mix}` (fixed in mccdb_bench.workload): " + "; ".join(parts) + "."
             + (f" Beside them pgbench's TPC-B-like script at {a.oltp_rate:g} transactions/s "
@@ -579,9 +580,17 @@ def write_page(res, a, cfgs, groups, loads, plans, capacity_note, per, recorded,
             [("p95/" + TWO_POOLS, 2, "p95 vs two pools")] if two else []) + [
             ("p99", None, "p99 s"), ("p99/stock", 2, "p99 vs stock")] + (
             [("p99/" + TWO_POOLS, 2, "p99 vs two pools")] if two else [])
+    def load_label(load):
+        """The load aimed at and the load the arrivals made of the capacity."""
+        if load is None:
+            return ""
+        arrivals = plans[load][0]
+        measured = len(arrivals) / arrivals[-1] / capacity if capacity else None
+        return f", load {load} aimed" + (f", {measured:.0%} of capacity measured" if measured else "")
+
     for load in loads:
         for cls in classes:
-            title = f"**{cls}**" + (f", load {load}" if load is not None else "")
+            title = f"**{cls}**" + load_label(load)
             res.add(title + (" (pgbench's tps x 3600)" if cls == "tpcb" else "") + "\n")
             rows = []
             for c in cfgs:
@@ -596,7 +605,7 @@ def write_page(res, a, cfgs, groups, loads, plans, capacity_note, per, recorded,
                 for c in cfgs]
         keys = list(next(iter(extras.values()), {}).keys())
         if keys:
-            res.add("Run times" + (f", load {load}" if load is not None else "") + "\n")
+            res.add("Run times" + load_label(load) + "\n")
             res.table(["configuration"] + keys, [r for r in rows if len(r) == len(keys) + 1])
     plot(res, a, cfgs, loads, per)
 
