@@ -426,12 +426,16 @@ mccdb_explain_statement_end(MccdbStatement *st)
 #endif
 }
 
-/* Is this the plan an EXPLAIN in progress shows (and prints at ExecutorEnd)? */
+/*
+ * Is this the plan an EXPLAIN in progress shows?  Before 18 it is printed
+ * at ExecutorEnd; on 18 explain_per_plan_hook finds its state, whichever
+ * EXPLAIN runs at this level (its MCCDB option is read there).
+ */
 bool
 mccdb_explain_wants(QueryDesc *queryDesc)
 {
 #if MCCDB_HAVE_EXPLAIN_HOOKS
-	return false;
+	return mccdb_planning_for_explain();
 #else
 	return current_es != NULL && queryDesc->plannedstmt == current_plan;
 #endif

@@ -45,9 +45,9 @@
  *	- what a role sees: every entry of the queue and of the statistics, but
  *	  another role's queryid, sizes and predictions only with
  *	  pg_read_all_stats or that role's privileges (gate_sql.c).
- *	Not covered: statements run inside functions, DO and CALL are nested and
- *	never gated (their call is judged by its own cost); the online
- *	interference matrix is learned from every role's co-runs.
+ *	Not covered: statements run inside functions, triggers, DO and CALL are
+ *	nested and never gated (their call is judged by its own cost); the
+ *	online interference matrix is learned from every role's co-runs.
  *
  * Admitted queries count against one of three lanes (gate_state.h): the
  * slots, the short queries shortest runs beside them (at most as many), or
@@ -66,6 +66,7 @@
 
 #include "access/parallel.h"
 #include "gate_state.h"
+#include "server_cost.h"
 #include "affinity.h"
 #include "catalog/dependency.h"
 #include "catalog/pg_class.h"
@@ -544,7 +545,8 @@ is_own_statement(PlannedStmt *stmt)
 /*
  * Does the gate stand in front of this run?  (mccdb_gate_wants: all but the
  * catalog lookups of is_own_statement, for a statement without a state.)
- * A client's SELECT at the time it runs (a cursor a function opened is fetched at the client's level and
+ * A client's query or data-modifying statement (INSERT ... SELECT runs a
+ * query too) at the time it runs (a cursor a function opened is fetched at the client's level and
  * is gated then), not the extension's own, costing at least
  * mccdb.schedule_min_cost under the server's cost settings or of a cost
  * not known; the session that holds the gate is not held by it.  The cheap
@@ -555,7 +557,7 @@ mccdb_gate_wants(QueryDesc *queryDesc, bool cost_known, Cost cost)
 {
 	return mccdb_schedule != MCCDB_SCHEDULE_OFF &&
 		mccdb_adm != NULL &&
-		queryDesc->operation == CMD_SELECT &&
+		mccdb_costed_command(queryDesc->operation) &&
 		(!cost_known || cost >= mccdb_schedule_min_cost_value()) &&
 		mccdb_client_statement() &&
 		!creating_extension &&
@@ -695,6 +697,31 @@ enqueue_locked(MccdbStatement *st, int64 now_us)
 }
 
 /*
+ * A waiter has waited mccdb.queue_timeout: it fails, as a statement over a
+ * server limit does (class 53), and leaves the queue on the way out (the
+ * error path of wait_for_admission).  Not under the lock.
+ */
+static void
+queue_timed_out(const AdmissionEntry *e, int64 waited_us)
+{
+	int			waiting = 0;
+
+	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
+	mccdb_adm->timed_out_total++;
+	for (int i = 0; i < mccdb_adm->nentries; i++)
+		waiting += mccdb_adm->entries[i].state == ENTRY_WAITING;
+	LWLockRelease(mccdb_adm->lock);
+	ereport(ERROR,
+			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			 errmsg("statement waited %.0f ms for admission, longer than mccdb.queue_timeout",
+					waited_us / 1000.0),
+			 errdetail("mccdb.schedule = %s, %d slots, %d statements waiting; this one's locality %s.",
+					   mccdb_schedule_name(mccdb_schedule), mccdb_total_slots(), waiting,
+					   mccdb_locality_class_name(e->cls)),
+			 errhint("Retry it later, or raise mccdb.queue_timeout for its role (ALTER ROLE ... SET mccdb.queue_timeout).")));
+}
+
+/*
  * Enqueue, and sleep until mccdb_pick_next() names this backend, or a
  * query running in the gate waits for one of its locks.  Returns false
  * when the gate no longer applies (mccdb.schedule was set to off while it
@@ -746,6 +773,9 @@ wait_for_admission(MccdbStatement *st)
 			if (mccdb_schedule == MCCDB_SCHEDULE_OFF)
 				break;
 			now_us = mccdb_monotonic_us();
+			if (mccdb_queue_timeout_ms > 0 &&
+				now_us - enqueued_us >= (int64) mccdb_queue_timeout_ms * 1000)
+				queue_timed_out(e, now_us - enqueued_us);
 			/* after deadlock_timeout, and then at most once per deadlock_timeout */
 			if (now_us >= next_lock_check_us)
 			{
@@ -930,7 +960,7 @@ maybe_known(const MccdbQueryKey *key)
 }
 
 /*
- * A client's SELECT the gate let pass: counted for a query the gate has
+ * A client's statement the gate let pass: counted for a query the gate has
  * admitted before (cheap queries that never were get no entry, so they
  * cannot crowd out the ones that matter, and take no lock).
  */
@@ -941,7 +971,8 @@ mccdb_admission_count_bypass(QueryDesc *queryDesc)
 	int			i;
 
 	if (mccdb_schedule == MCCDB_SCHEDULE_OFF || mccdb_adm == NULL || key.queryid == 0 ||
-		queryDesc->operation != CMD_SELECT || !mccdb_client_statement() || !maybe_known(&key))
+		!mccdb_costed_command(queryDesc->operation) || !mccdb_client_statement() ||
+		!maybe_known(&key))
 		return;
 	elog(DEBUG3, "mccdb: counting a bypass of a known query");
 	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);

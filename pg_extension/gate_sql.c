@@ -117,13 +117,13 @@ Datum
 mccdb_scheduler(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[13];
-	bool		nulls[13] = {0};
+	Datum		values[14];
+	bool		nulls[14] = {0};
 
 	mccdb_admission_require_shmem();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	mccdb_require_columns(tupdesc, 7, 13);
+	mccdb_require_columns(tupdesc, 7, 14);
 	LWLockAcquire(mccdb_adm->lock, LW_SHARED);
 	values[0] = CStringGetTextDatum(mccdb_schedule_name(mccdb_schedule));
 	values[1] = Int32GetDatum(mccdb_total_slots());
@@ -139,6 +139,7 @@ mccdb_scheduler(PG_FUNCTION_ARGS)
 	values[10] = Int32GetDatum(mccdb_adm->counts.short_used);
 	values[11] = Int32GetDatum(mccdb_adm->counts.lock_used);
 	values[12] = Int64GetDatum(mccdb_adm->repaired_total);
+	values[13] = Int64GetDatum(mccdb_adm->timed_out_total);
 	LWLockRelease(mccdb_adm->lock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -46,6 +46,7 @@ int			mccdb_client_stall_ms = 1000;
 int			mccdb_log_min_wait_ms = -1;
 bool		mccdb_placement = true;
 int			mccdb_short_query_ms = 250;
+int			mccdb_queue_timeout_ms = 0;
 static double legacy_min_cost = -1.0;
 
 static const struct config_enum_entry schedule_options[] = {
@@ -177,6 +178,14 @@ mccdb_admission_init(void)
 							&mccdb_short_query_ms,
 							250, 0, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("mccdb.queue_timeout",
+							"A statement that has waited this long for admission fails instead of waiting on.",
+							"0 waits on (mccdb.max_wait admits it). Superuser-only: set it per role with ALTER ROLE ... SET.",
+							&mccdb_queue_timeout_ms,
+							0, 0, INT_MAX,
+							PGC_SUSET, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("mccdb.log_min_wait",

@@ -131,6 +131,7 @@ typedef struct AdmissionShared
 	Oid			held_by_role;	/* the role that took it */
 	SlotCounts	counts;			/* of the running entries */
 	int64		repaired_total; /* slot counts found wrong and recounted */
+	int64		timed_out_total;	/* statements failed by mccdb.queue_timeout */
 	int64		next_seq;
 	int64		next_admit_seq;
 	int64		admitted_total;
@@ -173,6 +174,7 @@ extern int	mccdb_client_stall_ms;
 extern int	mccdb_log_min_wait_ms;
 extern bool mccdb_placement;
 extern int	mccdb_short_query_ms;
+extern int	mccdb_queue_timeout_ms;
 
 /* A clock all backends share that never steps: microseconds. */
 extern int64 mccdb_monotonic_us(void);

@@ -10,7 +10,8 @@ GRANT SELECT ON mccdb_queue, mccdb_query_stats TO PUBLIC;
 
 -- The slots the gate counts apart: short queries shortest runs beside the
 -- slots, queries admitted because a running query waits for their locks,
--- and counts found wrong and recounted.  A function's OUT columns cannot
+-- counts found wrong and recounted; statements failed by
+-- mccdb.queue_timeout.  A function's OUT columns cannot
 -- be changed in place: it is made again.
 DROP FUNCTION mccdb_scheduler();
 
@@ -27,10 +28,11 @@ CREATE FUNCTION mccdb_scheduler(
 	OUT lent bigint,
 	OUT short_slots_used int,
 	OUT lock_slots_used int,
-	OUT slot_counts_repaired bigint)
+	OUT slot_counts_repaired bigint,
+	OUT timed_out bigint)
 RETURNS record
 AS 'MODULE_PATHNAME'
 LANGUAGE C STRICT VOLATILE;
 
 COMMENT ON FUNCTION mccdb_scheduler() IS
-'The gate: policy, slots and their use, the hold and who holds it, admissions (after max_wait, ahead of the policy for locks), slots lent by stalled clients, slots of the short queries run beside the slots and of the queries admitted for locks, slot counts found wrong and recounted';
+'The gate: policy, slots and their use, the hold and who holds it, admissions (after max_wait, ahead of the policy for locks), slots lent by stalled clients, slots of the short queries run beside the slots and of the queries admitted for locks, slot counts found wrong and recounted, statements failed by mccdb.queue_timeout';

@@ -149,13 +149,14 @@ CREATE FUNCTION mccdb_scheduler(
 	OUT lent bigint,
 	OUT short_slots_used int,
 	OUT lock_slots_used int,
-	OUT slot_counts_repaired bigint)
+	OUT slot_counts_repaired bigint,
+	OUT timed_out bigint)
 RETURNS record
 AS 'MODULE_PATHNAME'
 LANGUAGE C STRICT VOLATILE;
 
 COMMENT ON FUNCTION mccdb_scheduler() IS
-'The gate: policy, slots and their use, the hold and who holds it, admissions (after max_wait, ahead of the policy for locks), slots lent by stalled clients, slots of the short queries run beside the slots and of the queries admitted for locks, slot counts found wrong and recounted';
+'The gate: policy, slots and their use, the hold and who holds it, admissions (after max_wait, ahead of the policy for locks), slots lent by stalled clients, slots of the short queries run beside the slots and of the queries admitted for locks, slot counts found wrong and recounted, statements failed by mccdb.queue_timeout';
 
 CREATE FUNCTION mccdb_hold_admission(hold boolean)
 RETURNS void

@@ -191,8 +191,8 @@ server_cost_planner(Query *parse, const char *query_string, int cursorOptions,
 	Query	   *copy = NULL;
 	PlannedStmt *plan;
 
-	/* what the gate may judge: SELECTs of client backends, at any level (cursors) */
-	if (parse->commandType == CMD_SELECT && MyBackendType == B_BACKEND &&
+	/* what the gate may judge: client backends' statements, at any level (cursors) */
+	if (mccdb_costed_command(parse->commandType) && MyBackendType == B_BACKEND &&
 		!settings_are_servers())
 		copy = copyObject(parse);	/* the planner scribbles on its input */
 
@@ -201,7 +201,7 @@ server_cost_planner(Query *parse, const char *query_string, int cursorOptions,
 	else
 		plan = standard_planner(parse, query_string, cursorOptions, boundParams);
 
-	if (copy != NULL && plan->commandType == CMD_SELECT)
+	if (copy != NULL && mccdb_costed_command(plan->commandType))
 	{
 		Cost		cost = plan_with_server_settings(copy, query_string, cursorOptions,
 													 boundParams);

@@ -11,6 +11,17 @@
 
 #include "nodes/plannodes.h"
 
+/*
+ * The statements the gate judges by cost: queries and data-modifying
+ * statements (an INSERT ... SELECT runs a query as long as any SELECT).
+ */
+static inline bool
+mccdb_costed_command(CmdType command)
+{
+	return command == CMD_SELECT || command == CMD_INSERT || command == CMD_UPDATE ||
+		command == CMD_DELETE || command == CMD_MERGE;
+}
+
 /* The planner hook that prices plans made under a session's own cost settings. */
 extern void mccdb_server_cost_init(void);
 

@@ -4,7 +4,7 @@ Checked structurally, not by timing: mccdb says at DEBUG3 when it makes a
 statement's state (a memory context, a plan walk) and when it takes the
 gate's lock for a statement the gate let pass; a session at
 client_min_messages = debug3 hears each.  A point lookup, simple or
-prepared, with the gate on (it costs far less than
+prepared, and an update by key, with the gate on (it costs far less than
 mccdb.schedule_min_cost) and mccdb.track = none must make neither: the
 recent-queries ring, on by default (mccdb.track = top), records every
 client statement and is the cost left.  The same session's hash join, and
@@ -14,6 +14,7 @@ from conftest import configure, connect
 from test_gate_never_hangs import JOIN, tables  # noqa: F401 (a fixture)
 
 POINT = "select v from gate_small where id = %s"
+UPDATE = "update gate_small set v = v where id = %s"
 
 
 def mccdb_debug(c, run):
@@ -38,6 +39,7 @@ def test_a_point_lookup_makes_no_state_and_takes_no_gate_lock(ctl, tables):
             for i in range(100):
                 c.execute(POINT, (i % 100 + 1,)).fetchall()
                 c.execute(POINT, (i % 100 + 1,), prepare=True).fetchall()
+                c.execute(UPDATE, (i % 100 + 1,), prepare=True)
 
         assert mccdb_debug(c, lookups) == []
         # the hash join makes a state (it may teach its table's size)

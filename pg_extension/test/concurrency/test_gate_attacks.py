@@ -411,6 +411,16 @@ def test_create_table_as_is_gated(ctl, roles):
         assert c.execute("select * from atk_ctas").fetchall() == [(100000,)]
 
 
+def test_an_insert_select_is_gated_like_its_select(ctl, roles):
+    # (issue 48: only SELECTs were gated; INSERT ... SELECT ran the same join past the gate)
+    gate(ctl)
+    with connect_as(ATTACKER) as c:
+        c.execute("create temp table atk_into (n bigint)")
+        ctl.execute("select mccdb_hold_admission(true)")
+        assert_waits_in_held_gate(ctl, c, f"insert into atk_into {BIG}")
+        assert c.execute("select * from atk_into").fetchall() == [(100000,)]
+
+
 def test_every_role_reads_the_queue_and_the_statistics_without_a_grant(ctl, roles):
     # (issue 48: the views had no GRANT; 1.4 grants them to PUBLIC)
     ctl.execute("drop role if exists mccdb_gt_nobody")
