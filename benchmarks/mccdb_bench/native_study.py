@@ -77,6 +77,7 @@ import time
 from . import llc_knee
 from .harness import pg, placement, report, stats
 from .harness.cli import parser, run, say_fn, start_guard
+from .harness.stats import bootstrap_ci
 
 HERE = llc_knee.HERE
 STREAM_SOURCE = HERE / "stream_antagonist.c"
@@ -126,21 +127,6 @@ def probe_rows_for(build_rows, minimum=2_000_000):
     """Probe rows: at least `minimum` and four times the largest build, so that
     half of them still outnumber every build and the planner hashes the build."""
     return max(minimum, 4 * max(build_rows))
-
-
-def bootstrap_ci(xs, stat=statistics.median, level=0.95, resamples=4000, seed=28):
-    """Percentile bootstrap interval (lo, hi) of stat(xs); seeded, so a page's
-    numbers are reproducible from its measurements."""
-    xs = [float(x) for x in xs]
-    if not xs:
-        raise ValueError("no values")
-    if not 0 < level < 1:
-        raise ValueError("level must be in (0, 1)")
-    rng = random.Random(seed)
-    n = len(xs)
-    boot = sorted(stat([xs[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples))
-    tail = (1 - level) / 2
-    return (stats.percentile(boot, 100 * tail), stats.percentile(boot, 100 * (1 - tail)))
 
 
 def ci_summary(xs):

@@ -17,11 +17,11 @@ median difference with its bootstrap interval, the mean with its t interval.
 Pairs with a missing value (a failed run) are dropped before any of it.
 """
 import math
-import random
 import statistics
 from dataclasses import dataclass
 
 from . import stats
+from .stats import bootstrap_ci  # noqa: F401 (the pages' interval, one for every experiment)
 
 # two-sided 95% critical values of Student's t, df 1..30
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
@@ -49,20 +49,6 @@ def clean_pairs(xs, ys):
     def ok(v):
         return v is not None and not (isinstance(v, float) and math.isnan(v))
     return [(float(x), float(y)) for x, y in zip(xs, ys) if ok(x) and ok(y)]
-
-
-def bootstrap_ci(xs, stat=statistics.median, level=0.95, resamples=4000, seed=49):
-    """Percentile bootstrap interval (lo, hi) of stat(xs), seeded."""
-    xs = [float(x) for x in xs]
-    if not xs:
-        raise ValueError("no values")
-    if not 0 < level < 1:
-        raise ValueError("level must be in (0, 1)")
-    rng = random.Random(seed)
-    n = len(xs)
-    boot = sorted(stat([xs[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples))
-    tail = (1 - level) / 2
-    return stats.percentile(boot, 100 * tail), stats.percentile(boot, 100 * (1 - tail))
 
 
 def t_interval(xs):

@@ -1,5 +1,6 @@
 """Medians with their spread, ratios, percentiles."""
 import math
+import random
 import re
 import statistics
 from dataclasses import dataclass
@@ -61,3 +62,18 @@ def percentile(xs, p):
     f = math.floor(k)
     c = min(f + 1, len(xs) - 1)
     return xs[f] + (xs[c] - xs[f]) * (k - f)
+
+
+def bootstrap_ci(xs, stat=statistics.median, level=0.95, resamples=4000, seed=28):
+    """Percentile bootstrap interval (lo, hi) of stat(xs); seeded, so a page's
+    numbers are reproducible from its measurements."""
+    xs = [float(x) for x in xs]
+    if not xs:
+        raise ValueError("no values")
+    if not 0 < level < 1:
+        raise ValueError("level must be in (0, 1)")
+    rng = random.Random(seed)
+    n = len(xs)
+    boot = sorted(stat([xs[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples))
+    tail = (1 - level) / 2
+    return (percentile(boot, 100 * tail), percentile(boot, 100 * (1 - tail)))
