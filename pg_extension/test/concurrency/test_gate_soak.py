@@ -96,6 +96,7 @@ def session_loop(n, stop, errors, done):
                         if pq.get_result() is None:
                             break
                 done[n] = done.get(n, 0) + 1
+                time.sleep(rng.uniform(0, 0.1))     # a client's think time
     except Exception as e:  # reported by the test
         errors.append((n, repr(e)))
 
@@ -129,12 +130,13 @@ def test_fifty_plain_sessions_keep_the_gates_invariants(ctl, soak_roles, policy)
     assert sum(done.values()) >= SESSIONS, f"only {sum(done.values())} actions finished"
     over = [s for s in samples if s[0] > s[1]]
     assert not over, f"{len(over)} of {len(samples)} samples had more slots used than slots: {over[:5]}"
-    # The bound: mccdb.max_wait, then a free slot.  Fifty closed-loop
-    # sessions keep every slot busy, and the waiters past max_wait take the
-    # slots one at a time in arrival order, so the last of them waits for
-    # those ahead: two more max_waits is that backlog with room for a busy
-    # machine (queries here run well under a second alone).
-    assert oldest <= 3 * MAX_WAIT_S * 1000, f"a waiter waited {oldest:.0f} ms"
+    # The bound: mccdb.max_wait, then a free slot.  Fifty sessions keep
+    # every slot busy, and the waiters past max_wait take the slots one at a
+    # time in arrival order, so the last of them waits for those ahead:
+    # three more max_waits is that backlog with room for a busy machine
+    # (queries here run well under a second alone; a waiter stuck for good
+    # would reach statement_timeout, 30 s).
+    assert oldest <= 4 * MAX_WAIT_S * 1000, f"a waiter waited {oldest:.0f} ms"
     wait_until(ctl, "select count(*) from mccdb_queue", 0, timeout=15)
     after = ctl.execute("select used_slots, short_slots_used, lock_slots_used, "
                         "slot_counts_repaired from mccdb_scheduler()").fetchone()
