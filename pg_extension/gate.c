@@ -39,15 +39,15 @@
  *	  stalled backend waits when its write returns, gate_receive_slot), and
  *	  escapes the queue for a lock only for a deadlock it would hide;
  *	- what a role learns moves only its own predictions: run times are kept
- *	  per (role, database, queryid, plan class), rates per role
- *	  (learned.c), hash table sizes per role (table_sizes.c), so that no
- *	  role sees a size of rows it may not read;
+ *	  per (role, database, queryid, plan class), rates and the interference
+ *	  matrix per role (learned.c; each waiter is judged by its own role's),
+ *	  hash table sizes per role (table_sizes.c), so that no role sees a
+ *	  size of rows it may not read;
  *	- what a role sees: every entry of the queue and of the statistics, but
  *	  another role's queryid, sizes and predictions only with
  *	  pg_read_all_stats or that role's privileges (gate_sql.c).
  *	Not covered: statements run inside functions, triggers, DO and CALL are
- *	nested and never gated (their call is judged by its own cost); the
- *	online interference matrix is learned from every role's co-runs.
+ *	nested and never gated (their call is judged by its own cost).
  *
  * Admitted queries count against one of three lanes (gate_state.h): the
  * slots, the short queries shortest runs beside them (at most as many), or

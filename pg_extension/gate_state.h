@@ -101,18 +101,21 @@ typedef struct KnownQuery
 } KnownQuery;
 
 /*
- * A role's seconds per unit of the server's cost, learned from its own
- * alone runs: one role's queries (a pg_sleep() that costs nothing, a plan
- * the statistics misjudge) never move another role's predictions.
+ * What a role's runs taught, used for that role's statements only: its
+ * seconds per unit of the server's cost (from its alone runs) and its
+ * interference matrix (from its co-runs).  One role's queries (a
+ * pg_sleep() that costs nothing, co-runs it arranges) never move another
+ * role's predictions, admissions or placement.
  */
-#define ROLE_RATES 64
+#define ROLE_MODELS 64
 
-typedef struct RoleRate
+typedef struct RoleModel
 {
 	Oid			userid;			/* InvalidOid = free */
 	ModelCell	rate;			/* log of seconds per cost unit */
+	ModelCell	learned[MODEL_CLASSES][MODEL_CLASSES];	/* [target][co-runner] */
 	int64		last_used_us;
-} RoleRate;
+} RoleModel;
 
 /* The slots the running entries take, by lane (EntryLane). */
 typedef struct SlotCounts
@@ -141,10 +144,11 @@ typedef struct AdmissionShared
 	bool		have_matrix;
 	/* [target class][co-runner class] slowdown */
 	double		interference[MODEL_CLASSES][MODEL_CLASSES];
-	/* learned online from every gated query that finishes (model.c) */
 	int64		last_change_us; /* of the running set, for overlap accounting */
+	/* where each role's learned matrix starts: a loaded matrix's warm start */
 	ModelCell	learned[MODEL_CLASSES][MODEL_CLASSES];
-	RoleRate	rates[ROLE_RATES];
+	/* learned online from every gated query that finishes (model.c) */
+	RoleModel	roles[ROLE_MODELS];
 	KnownQuery	known[KNOWN_QUERIES];
 	/* bumped whenever a known query comes or goes: read without the lock */
 	pg_atomic_uint64 known_generation;
@@ -202,5 +206,7 @@ extern void mccdb_forget_learned(void);
 extern KnownQuery *mccdb_known_query(const MccdbQueryKey *key, bool create, int64 now_us);
 extern double mccdb_predict_seconds(const MccdbQueryKey *key, double cost, int64 now_us);
 extern void mccdb_learn_from(AdmissionEntry *e, int64 now_us);
+/* The interference matrix a role's statements are judged by; caller holds the lock. */
+extern void mccdb_role_matrix(Oid userid, double m[MODEL_CLASSES][MODEL_CLASSES]);
 
 #endif							/* MCCDB_GATE_STATE_H */

@@ -43,7 +43,7 @@
 #define MATRIX_FILE "mccdb_interference.matrix"
 #define MATRIX_MAGIC "mccdb interference matrix 1"
 #define LEARNED_FILE MCCDB_SNAPSHOT_PATH("mccdb_learned.stat")
-#define LEARNED_MAGIC 0x4d43444e	/* change when the layout below changes */
+#define LEARNED_MAGIC 0x4d43444f	/* change when the layout below changes */
 /* Seconds per planner cost unit before anything was measured. */
 #define DEFAULT_SECONDS_PER_COST 1e-5
 /* Completions shorter than this teach nothing (timer noise). */
@@ -123,14 +123,15 @@ void
 mccdb_forget_learned(void)
 {
 	memset(mccdb_adm->learned, 0, sizeof(mccdb_adm->learned));
-	memset(mccdb_adm->rates, 0, sizeof(mccdb_adm->rates));
+	memset(mccdb_adm->roles, 0, sizeof(mccdb_adm->roles));
 	memset(mccdb_adm->known, 0, sizeof(mccdb_adm->known));
 	pg_atomic_fetch_add_u64(&mccdb_adm->known_generation, 1);
 }
 
 /*
  * The learned state across a clean restart (snapshot.h): the matrix cells
- * and the roles' rates, then the known queries in use.
+ * the matrix roles start from, and the roles' rates and matrices, then the
+ * known queries in use.
  */
 static void
 write_learned_file(int code, Datum arg)
@@ -149,7 +150,7 @@ write_learned_file(int code, Datum arg)
 	if ((f = mccdb_snapshot_create(LEARNED_FILE, &h)) == NULL)
 		return;
 	ok = mccdb_snapshot_put(f, mccdb_adm->learned, sizeof(mccdb_adm->learned)) &&
-		mccdb_snapshot_put(f, mccdb_adm->rates, sizeof(mccdb_adm->rates));
+		mccdb_snapshot_put(f, mccdb_adm->roles, sizeof(mccdb_adm->roles));
 	for (i = 0; ok && i < KNOWN_QUERIES; i++)
 		if (mccdb_adm->known[i].key.queryid != 0)
 			ok = mccdb_snapshot_put(f, &mccdb_adm->known[i], sizeof(KnownQuery));
@@ -199,11 +200,16 @@ read_learned_file(void)
 		return;
 	ok = h.nentries <= KNOWN_QUERIES &&
 		mccdb_snapshot_get(f, mccdb_adm->learned, sizeof(mccdb_adm->learned)) &&
-		mccdb_snapshot_get(f, mccdb_adm->rates, sizeof(mccdb_adm->rates));
-	for (int r = 0; ok && r < ROLE_RATES; r++)
+		mccdb_snapshot_get(f, mccdb_adm->roles, sizeof(mccdb_adm->roles));
+	for (int r = 0; ok && r < ROLE_MODELS; r++)
 	{
-		ok = cell_valid(&mccdb_adm->rates[r].rate);
-		mccdb_adm->rates[r].last_used_us = 0;
+		RoleModel  *role = &mccdb_adm->roles[r];
+
+		ok = cell_valid(&role->rate);
+		for (int t = 0; ok && t < MODEL_CLASSES; t++)
+			for (int c = 0; ok && c < MODEL_CLASSES; c++)
+				ok = cell_valid(&role->learned[t][c]);
+		role->last_used_us = 0;
 	}
 	for (int t = 0; ok && t < MODEL_CLASSES; t++)
 		for (int c = 0; ok && c < MODEL_CLASSES; c++)
@@ -294,17 +300,18 @@ mccdb_known_query(const MccdbQueryKey *key, bool create, int64 now_us)
 }
 
 /*
- * A role's rate: found, else (create) a new one in the place of the role
- * used longest ago, else NULL.  Caller holds the lock (exclusively to create).
+ * A role's model: found, else (create) a new one in the place of the role
+ * used longest ago, its matrix where every role's starts, else NULL.
+ * Caller holds the lock (exclusively to create).
  */
-static RoleRate *
-role_rate(Oid userid, bool create, int64 now_us)
+static RoleModel *
+role_model(Oid userid, bool create, int64 now_us)
 {
-	RoleRate   *oldest = NULL;
+	RoleModel  *oldest = NULL;
 
-	for (int i = 0; i < ROLE_RATES; i++)
+	for (int i = 0; i < ROLE_MODELS; i++)
 	{
-		RoleRate   *r = &mccdb_adm->rates[i];
+		RoleModel  *r = &mccdb_adm->roles[i];
 
 		if (r->userid == userid && OidIsValid(userid))
 			return r;
@@ -316,15 +323,24 @@ role_rate(Oid userid, bool create, int64 now_us)
 		return NULL;
 	memset(oldest, 0, sizeof(*oldest));
 	oldest->userid = userid;
+	memcpy(oldest->learned, mccdb_adm->learned, sizeof(oldest->learned));
 	oldest->last_used_us = now_us;
 	return oldest;
+}
+
+void
+mccdb_role_matrix(Oid userid, double m[MODEL_CLASSES][MODEL_CLASSES])
+{
+	RoleModel  *r = role_model(userid, false, 0);
+
+	model_matrix((const ModelCell (*)[MODEL_CLASSES]) (r ? r->learned : mccdb_adm->learned), m);
 }
 
 /* A role's seconds per cost unit, the default before it ran anything alone. */
 static double
 role_rate_value(Oid userid)
 {
-	RoleRate   *r = role_rate(userid, false, 0);
+	RoleModel  *r = role_model(userid, false, 0);
 
 	return r ? model_cell_value(&r->rate, DEFAULT_SECONDS_PER_COST) : DEFAULT_SECONDS_PER_COST;
 }
@@ -384,7 +400,7 @@ mccdb_learn_from(AdmissionEntry *e, int64 now_us)
 		}
 		if (e->cost > 0)
 		{
-			RoleRate   *r = role_rate(e->userid, true, now_us);
+			RoleModel  *r = role_model(e->userid, true, now_us);
 
 			model_cell_add(&r->rate, seconds / e->cost, 1.0);
 			r->last_used_us = now_us;
@@ -394,8 +410,10 @@ mccdb_learn_from(AdmissionEntry *e, int64 now_us)
 	{
 		double		alone = model_cell_value(&k->seconds, 0);
 		MccdbQueryCounters corun = {.coruns = 1, .slowdown_sum = seconds / alone};
+		RoleModel  *r = role_model(e->userid, true, now_us);
 
-		(void) model_learn_completion(mccdb_adm->learned, e->cls, seconds / alone, overlap);
+		(void) model_learn_completion(r->learned, e->cls, seconds / alone, overlap);
+		r->last_used_us = now_us;
 		mccdb_query_stats_add(&k->stats, &k->key, &corun);
 		k->last_used_us = now_us;
 	}
@@ -527,6 +545,9 @@ install_matrix(double matrix[MODEL_CLASSES][MODEL_CLASSES])
 				mccdb_adm->learned[i][j].weight = WARM_START_WEIGHT;
 				mccdb_adm->learned[i][j].samples = 0;
 			}
+		for (i = 0; i < ROLE_MODELS; i++)
+			memcpy(mccdb_adm->roles[i].learned, mccdb_adm->learned,
+				   sizeof(mccdb_adm->roles[i].learned));
 	}
 	mccdb_adm->have_matrix = matrix != NULL;
 	LWLockRelease(mccdb_adm->lock);
@@ -674,18 +695,24 @@ mccdb_interference_matrix(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* The matrix the predictive policy learned, with how many samples fed each cell. */
+/*
+ * The matrix the predictive policy learned from the calling role's
+ * co-runs (its statements are judged by it), with how many samples fed
+ * each cell.
+ */
 Datum
 mccdb_learned_interference(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ModelCell	cells[MODEL_CLASSES][MODEL_CLASSES];
 	double		matrix[MODEL_CLASSES][MODEL_CLASSES];
+	RoleModel  *r;
 
 	mccdb_admission_require_shmem();
 	InitMaterializedSRF(fcinfo, 0);
 	LWLockAcquire(mccdb_adm->lock, LW_SHARED);
-	memcpy(cells, mccdb_adm->learned, sizeof(cells));
+	r = role_model(GetUserId(), false, 0);
+	memcpy(cells, r ? r->learned : mccdb_adm->learned, sizeof(cells));
 	LWLockRelease(mccdb_adm->lock);
 	model_matrix((const ModelCell (*)[MODEL_CLASSES]) cells, matrix);
 	put_matrix_rows(rsinfo, matrix, (const ModelCell (*)[MODEL_CLASSES]) cells);
@@ -702,7 +729,7 @@ mccdb_run_time_model(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Datum		values[4];
 	bool		nulls[4] = {0};
-	RoleRate   *rate;
+	RoleModel  *rate;
 	int			known = 0,
 				i;
 
@@ -713,7 +740,7 @@ mccdb_run_time_model(PG_FUNCTION_ARGS)
 	for (i = 0; i < KNOWN_QUERIES; i++)
 		if (mccdb_adm->known[i].key.queryid != 0)
 			known++;
-	rate = role_rate(GetUserId(), false, 0);
+	rate = role_model(GetUserId(), false, 0);
 	values[0] = Float8GetDatum(role_rate_value(GetUserId()));
 	values[1] = Int64GetDatum(rate ? (int64) rate->rate.samples : 0);
 	values[2] = Int32GetDatum(known);

@@ -76,7 +76,7 @@ model_pick(const ModelQuery *waiting, int nwaiting,
 			continue;
 		/* harm relative to the query's own time; a zero-time query harms nothing */
 		harm = q->seconds > 0 ?
-			model_added_seconds(q, running, nrunning, m) / q->seconds : 0;
+			model_added_seconds(q, running, nrunning, q->m ? q->m : m) / q->seconds : 0;
 		compatible = harm <= compatible_limit;
 		if (best < 0 ||
 			(compatible && !best_compatible) ||

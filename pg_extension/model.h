@@ -24,6 +24,8 @@ typedef struct ModelQuery
 	double		seconds;		/* predicted run time alone */
 	long		seq;			/* arrival order, for ties */
 	int			slots;
+	/* a waiter's own matrix (its role's), or NULL: model_pick's m */
+	const double (*m)[MODEL_CLASSES];
 } ModelQuery;
 
 /*

@@ -107,7 +107,7 @@ mccdb_place_locked(AdmissionEntry *e, bool must)
 	for (int i = 0; i < mccdb_adm->nentries; i++)
 		if (mccdb_adm->entries[i].state == ENTRY_RUNNING)
 			domains[mccdb_adm->entries[i].domain].running[mccdb_adm->entries[i].cls]++;
-	model_matrix((const ModelCell (*)[MODEL_CLASSES]) mccdb_adm->learned, m);
+	mccdb_role_matrix(e->userid, m);
 	d = model_place(domains, nd, e->cls, Min(e->slots, mccdb_max_query_slots()),
 					(const double (*)[MODEL_CLASSES]) m);
 	if (d < 0 && must)
@@ -162,6 +162,7 @@ better_in_queue(AdmissionEntry *a, AdmissionEntry *b)
 static ModelQuery *scratch_waiting = NULL;
 static ModelQuery *scratch_running = NULL;
 static AdmissionEntry **scratch_waiters = NULL;
+static double (*scratch_matrices)[MODEL_CLASSES][MODEL_CLASSES] = NULL;	/* each waiter's role's */
 
 void
 mccdb_policy_prepare(void)
@@ -174,13 +175,17 @@ mccdb_policy_prepare(void)
 										 sizeof(ModelQuery) * mccdb_adm->nentries);
 	scratch_waiters = MemoryContextAlloc(TopMemoryContext,
 										 sizeof(AdmissionEntry *) * mccdb_adm->nentries);
+	scratch_matrices = MemoryContextAlloc(TopMemoryContext,
+										  sizeof(*scratch_matrices) * mccdb_adm->nentries);
 }
 
-/* The predictive policy's choice (model_pick); caller holds the lock. */
+/*
+ * The predictive policy's choice (model_pick), each waiter judged by its
+ * own role's learned matrix; caller holds the lock.
+ */
 static AdmissionEntry *
 pick_predictive(int slots, int64 now_us)
 {
-	double		m[MODEL_CLASSES][MODEL_CLASSES];
 	double		since_change_ms = (double) (now_us - mccdb_adm->last_change_us) / 1000.0;
 	int			nw = 0,
 				nr = 0,
@@ -195,8 +200,11 @@ pick_predictive(int slots, int64 now_us)
 		if (e->state == ENTRY_WAITING)
 		{
 			scratch_waiters[nw] = e;
-			scratch_waiting[nw++] = (ModelQuery) {e->cls, e->predicted, (long) e->seq,
-			Min(e->slots, mccdb_max_query_slots())};
+			mccdb_role_matrix(e->userid, scratch_matrices[nw]);
+			scratch_waiting[nw] = (ModelQuery) {e->cls, e->predicted, (long) e->seq,
+				Min(e->slots, mccdb_max_query_slots()),
+			(const double (*)[MODEL_CLASSES]) scratch_matrices[nw]};
+			nw++;
 		}
 		else if (e->state == ENTRY_RUNNING)
 		{
@@ -206,9 +214,9 @@ pick_predictive(int slots, int64 now_us)
 				Max(e->predicted - elapsed, 0.05 * e->predicted), (long) e->seq, e->slots};
 		}
 	}
-	model_matrix((const ModelCell (*)[MODEL_CLASSES]) mccdb_adm->learned, m);
+	/* every waiter has its own matrix: model_pick's shared one is never read */
 	pick = model_pick(scratch_waiting, nw, scratch_running, nr,
-					  (const double (*)[MODEL_CLASSES]) m,
+					  (const double (*)[MODEL_CLASSES]) scratch_matrices[0],
 					  slots - mccdb_adm->counts.used_slots, COMPATIBLE_LIMIT);
 	return pick < 0 ? NULL : scratch_waiters[pick];
 }

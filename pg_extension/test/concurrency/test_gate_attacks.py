@@ -250,6 +250,25 @@ def test_one_roles_runs_do_not_teach_another_roles_rate(ctl, roles):
         assert v.execute(rate).fetchone() == untaught, "the attacker's runs moved the victim's rate"
 
 
+def test_one_roles_co_runs_do_not_teach_another_roles_matrix(ctl, roles):
+    ctl.execute("select mccdb_learned_reset()")
+    configure(ctl, schedule="predictive", corun_slots=2, max_wait="10min", min_cost=0)
+    samples = "select coalesce(sum(samples), 0) from mccdb_learned_interference()"
+    sql = "select count(*), pg_sleep(0.05) from atk_small where id < 3"
+    with connect_as(ATTACKER) as a, connect_as(ATTACKER) as b:
+        for _ in range(2):      # alone: anchors the alone time co-runs are measured by
+            a.execute(sql).fetchall()
+        for _ in range(3):      # together: teach the attacker's matrix
+            t, _, errors = in_thread(lambda: b.execute(sql).fetchall())
+            a.execute(sql).fetchall()
+            t.join(10)
+            assert not errors, errors
+        taught = a.execute(samples).fetchone()[0]
+    assert taught >= 2, f"the co-runs taught {taught} samples"
+    with connect_as(VICTIM) as v:
+        assert v.execute(samples).fetchone()[0] == 0, "the attacker's co-runs moved the victim's matrix"
+
+
 # ---- row 6: shortest bounds the short queries it runs beside the slots
 
 def test_a_long_query_starts_in_its_bound_behind_a_stream_of_short_ones(ctl, roles):

@@ -79,8 +79,9 @@ def test_one_query_in_two_databases_learns_two_alone_times(server, two_databases
 
 CELL = struct.Struct("<ddq")            # ModelCell: log_estimate, weight, samples
 HEADER = struct.Struct("<IIQ")          # MccdbSnapshotHeader: magic, entry_size, nentries
-ROLE_RATE = struct.Struct("<I4xddqq")    # RoleRate: userid, its rate (a ModelCell), last used
-ROLE_RATES = 64
+# RoleModel: userid, its rate and 3x3 learned matrix (ModelCells), last used
+ROLE_MODEL = struct.Struct("<I4x" + "ddq" * 10 + "q")
+ROLE_MODELS = 64
 CLASSES = 3
 
 
@@ -114,15 +115,16 @@ def set_rate_weight(path, weight):
     so only the value is bad."""
     data = bytearray(path.read_bytes())
     _, entry_size, nentries = HEADER.unpack_from(data)
-    rates = HEADER.size + CLASSES * CLASSES * CELL.size
-    fixed = rates + ROLE_RATES * ROLE_RATE.size
+    roles = HEADER.size + CLASSES * CLASSES * CELL.size
+    fixed = roles + ROLE_MODELS * ROLE_MODEL.size
     rest = len(data) - fixed - nentries * entry_size
     assert rest in (0, 4), f"unexpected layout: {len(data)} bytes"
-    learned = [rates + i * ROLE_RATE.size for i in range(ROLE_RATES)
-               if ROLE_RATE.unpack_from(data, rates + i * ROLE_RATE.size)[2] > 0]
+    learned = [roles + i * ROLE_MODEL.size for i in range(ROLE_MODELS)
+               if ROLE_MODEL.unpack_from(data, roles + i * ROLE_MODEL.size)[2] > 0]
     assert len(learned) == 1, "one role's rate was learned"
-    userid, log_estimate, old, samples, used = ROLE_RATE.unpack_from(data, learned[0])
-    ROLE_RATE.pack_into(data, learned[0], userid, log_estimate, weight, samples, used)
+    fields = list(ROLE_MODEL.unpack_from(data, learned[0]))
+    fields[2] = weight      # the rate's weight (userid, log_estimate, weight, ...)
+    ROLE_MODEL.pack_into(data, learned[0], *fields)
     if rest == 4:
         struct.pack_into("<I", data, len(data) - 4, crc32c(bytes(data[:-4])))
     path.write_bytes(bytes(data))

@@ -220,10 +220,34 @@ test_placement(void)
 	ok(model_place(d, 2, W, 1, paper) == 0, "uneven: the full small domain is skipped");
 }
 
+/* Each waiter judged by its own matrix (its role's learned one), issue 48. */
+static void
+test_own_matrix(void)
+{
+	ModelQuery running[1] = {{S, 10, 0, 1}};
+	ModelQuery waiting[2] = {{0}};
+
+	/* by the shared matrix the strong waiter is incompatible beside a strong query ... */
+	waiting[0] = (ModelQuery) {S, 9, 1, 1};
+	waiting[1] = (ModelQuery) {W, 5, 2, 1};
+	ok(model_pick(waiting, 2, running, 1, paper, 1, 0.10) == 1,
+	   "shared matrix: the weak waiter beside a strong query");
+	/* ... by its own role's matrix (no interference learned) it is compatible and longer */
+	waiting[0].m = none;
+	ok(model_pick(waiting, 2, running, 1, paper, 1, 0.10) == 0,
+	   "a waiter's own matrix: its role's co-runs decide for it alone");
+	/* and another waiter's matrix changes nothing for it */
+	waiting[0].m = NULL;
+	waiting[1].m = none;
+	ok(model_pick(waiting, 2, running, 1, paper, 1, 0.10) == 1,
+	   "another waiter's matrix leaves this one's judged by the shared one");
+}
+
 int
 main(void)
 {
 	test_rule();
+	test_own_matrix();
 	test_learning();
 	test_placement();
 	return tap_done();
