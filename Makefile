@@ -7,7 +7,7 @@
 #   make bench  the full benchmark set (long), results in docs/results/
 # Both install what they need themselves and are idempotent.
 
-.PHONY: all deps extension deb demo bench bench-native bench-sim bench-guest test test-long test-extension test-package test-kernel test-llcsim test-box clean
+.PHONY: all deps extension deb demo bench bench-native bench-oltp bench-sim bench-guest test test-long test-extension test-package test-kernel test-llcsim test-box clean
 
 all: extension
 
