@@ -42,10 +42,11 @@ extern void mccdb_admission_run(MccdbStatement *st, ScanDirection direction,
 								void (*run) (QueryDesc *, ScanDirection, uint64, bool));
 
 /*
- * Might the gate stand in front of a run of this plan, of this cost under
- * the server's settings?  Cheap: compares, no lock, no catalog.
+ * Might the gate stand in front of this run?  Cheap: compares, and the
+ * plan's price under the server's settings only when the gate is on; no
+ * lock, no catalog.
  */
-extern bool mccdb_gate_wants(QueryDesc *queryDesc, bool cost_known, Cost cost);
+extern bool mccdb_gate_wants(QueryDesc *queryDesc);
 
 /* A run the gate let pass: counted for a query it admitted before. */
 extern void mccdb_admission_count_bypass(QueryDesc *queryDesc);

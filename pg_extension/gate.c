@@ -552,22 +552,39 @@ is_own_statement(PlannedStmt *stmt)
  * not known; the session that holds the gate is not held by it.  The cheap
  * tests first: most statements are cheap.
  */
-bool
-mccdb_gate_wants(QueryDesc *queryDesc, bool cost_known, Cost cost)
+static bool
+gate_may_apply(QueryDesc *queryDesc)
 {
 	return mccdb_schedule != MCCDB_SCHEDULE_OFF &&
 		mccdb_adm != NULL &&
 		mccdb_costed_command(queryDesc->operation) &&
-		(!cost_known || cost >= mccdb_schedule_min_cost_value()) &&
 		mccdb_client_statement() &&
 		!creating_extension &&
 		mccdb_adm->held_by != MyProcPid;
 }
 
 static bool
+costs_enough(bool cost_known, Cost cost)
+{
+	return !cost_known || cost >= mccdb_schedule_min_cost_value();
+}
+
+bool
+mccdb_gate_wants(QueryDesc *queryDesc)
+{
+	Cost		cost;
+	bool		cost_known;
+
+	if (!gate_may_apply(queryDesc))
+		return false;
+	cost_known = mccdb_server_cost(queryDesc->plannedstmt, &cost);
+	return costs_enough(cost_known, cost);
+}
+
+static bool
 gate_applies(MccdbStatement *st)
 {
-	return mccdb_gate_wants(st->queryDesc, st->cost_known, st->real_cost) &&
+	return gate_may_apply(st->queryDesc) && costs_enough(st->cost_known, st->real_cost) &&
 		!is_own_statement(st->queryDesc->plannedstmt);
 }
 

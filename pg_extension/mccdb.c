@@ -62,18 +62,12 @@ static bool
 statement_wanted(QueryDesc *queryDesc, int eflags, bool top)
 {
 	PlannedStmt *plan = queryDesc->plannedstmt;
-	Cost		cost;
-	bool		cost_known;
 
 	if (mccdb_explain_wants(queryDesc) || mccdb_recent_wants_statement(top, eflags))
 		return true;
-	if (!top)
-		return false;
-	if (mccdb_counters_wanted() ||
-		(mccdb_table_sizes_enabled() && plan->queryId != 0 && mccdb_plan_holds_tables(plan)))
-		return true;
-	cost_known = mccdb_server_cost(plan, &cost);
-	return mccdb_partition_wants(cost_known, cost);
+	return top &&
+		(mccdb_counters_wanted() || mccdb_partition_wants(plan) ||
+		 (mccdb_table_sizes_enabled() && plan->queryId != 0 && mccdb_plan_holds_tables(plan)));
 }
 
 /*
@@ -157,10 +151,7 @@ executor_run(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
 
 	if (st == NULL)
 	{
-		Cost		cost;
-		bool		cost_known = mccdb_server_cost(queryDesc->plannedstmt, &cost);
-
-		if (!mccdb_gate_wants(queryDesc, cost_known, cost))
+		if (!mccdb_gate_wants(queryDesc))
 		{
 			mccdb_admission_count_bypass(queryDesc);
 			run_nested(queryDesc, direction, count, execute_once);

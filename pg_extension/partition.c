@@ -60,6 +60,7 @@
 #include "miscadmin.h"
 #include "pagecolor.h"
 #include "partition.h"
+#include "server_cost.h"
 #include "state.h"
 #include "resctrl.h"
 #include "storage/bufmgr.h"
@@ -426,10 +427,22 @@ mccdb_partition_init(void)
  * group) of its locality class, before its executor state is allocated.
  * A statement below mccdb.partition_min_cost runs where the backend is.
  */
-bool
-mccdb_partition_wants(bool cost_known, Cost cost)
+static bool
+partition_wants_cost(bool cost_known, Cost cost)
 {
 	return backend != PARTITION_NONE && (!cost_known || cost >= partition_min_cost);
+}
+
+bool
+mccdb_partition_wants(PlannedStmt *plan)
+{
+	Cost		cost;
+	bool		cost_known;
+
+	if (backend == PARTITION_NONE)
+		return false;
+	cost_known = mccdb_server_cost(plan, &cost);
+	return partition_wants_cost(cost_known, cost);
 }
 
 void
@@ -439,7 +452,7 @@ mccdb_partition_statement_start(MccdbStatement *st)
 	PartitionFrame *f;
 	bool		on;
 
-	if (!mccdb_partition_wants(st->cost_known, st->real_cost))
+	if (!partition_wants_cost(st->cost_known, st->real_cost))
 		return;
 	loc = mccdb_statement_locality(st);
 	on = backend == PARTITION_COLORS ? loc->cls != MCCDB_WEAK : loc->cls == MCCDB_WEAK;

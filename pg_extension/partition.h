@@ -26,8 +26,8 @@ extern void mccdb_partition_init(void);
  * resctrl group.  They are given back when the statement's memory goes
  * away (ExecutorEnd, error, portal drop), in whatever order statements end.
  */
-/* Would a top-level statement of this cost be given colours or a group? */
-extern bool mccdb_partition_wants(bool cost_known, Cost cost);
+/* Would a top-level statement of this plan be given colours or a group? */
+extern bool mccdb_partition_wants(PlannedStmt *plan);
 extern void mccdb_partition_statement_start(MccdbStatement *st);
 
 #endif							/* MCCDB_PARTITION_H */
