@@ -48,6 +48,9 @@ extern void mccdb_admission_run(MccdbStatement *st, ScanDirection direction,
  */
 extern bool mccdb_gate_wants(QueryDesc *queryDesc);
 
+/* Before ExecutorStart: a plan's parallel workers cut to what a domain holds. */
+extern void mccdb_gate_narrow_plan(QueryDesc *queryDesc);
+
 /* A run the gate let pass: counted for a query it admitted before. */
 extern void mccdb_admission_count_bypass(QueryDesc *queryDesc);
 

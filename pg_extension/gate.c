@@ -416,25 +416,88 @@ blocked_in_the_gate(const int *pids, int n)
 	return 0;
 }
 
-/* Parallel workers a plan asks for: they take slots too. */
+/*
+ * The parallel workers a plan asks for (they take slots too).  With budget,
+ * each Gather's workers are cut, in plan order, to what is left of it: a
+ * Gather that gets fewer workers than planned runs the rest of its plan in
+ * the leader, as it does when the server has no worker free.
+ */
 static int
-planned_workers(Plan *plan)
+gather_workers(Plan *plan, int *budget)
 {
 	int			n = 0;
 	ListCell   *lc;
 
 	if (plan == NULL)
 		return 0;
-	if (IsA(plan, Gather))
-		n += ((Gather *) plan)->num_workers;
-	else if (IsA(plan, GatherMerge))
-		n += ((GatherMerge *) plan)->num_workers;
+	check_stack_depth();
+	if (IsA(plan, Gather) || IsA(plan, GatherMerge))
+	{
+		int		   *workers = IsA(plan, Gather) ?
+			&((Gather *) plan)->num_workers : &((GatherMerge *) plan)->num_workers;
+
+		n = *workers;
+		if (budget != NULL)
+		{
+			*workers = Min(*workers, *budget);
+			*budget -= *workers;
+		}
+	}
 	else if (IsA(plan, Append))
 		foreach(lc, ((Append *) plan)->appendplans)
-			n += planned_workers(lfirst(lc));
+			n += gather_workers(lfirst(lc), budget);
+	else if (IsA(plan, MergeAppend))
+		foreach(lc, ((MergeAppend *) plan)->mergeplans)
+			n += gather_workers(lfirst(lc), budget);
 	else if (IsA(plan, SubqueryScan))
-		n += planned_workers(((SubqueryScan *) plan)->subplan);
-	return n + planned_workers(outerPlan(plan)) + planned_workers(innerPlan(plan));
+		n += gather_workers(((SubqueryScan *) plan)->subplan, budget);
+	else if (IsA(plan, CustomScan))
+		foreach(lc, ((CustomScan *) plan)->custom_plans)
+			n += gather_workers(lfirst(lc), budget);
+	n += gather_workers(outerPlan(plan), budget);
+	return n + gather_workers(innerPlan(plan), budget);
+}
+
+/* ... in the statement's main plan and its subplans */
+static int
+planned_workers(PlannedStmt *stmt, int *budget)
+{
+	int			n = gather_workers(stmt->planTree, budget);
+	ListCell   *lc;
+
+	foreach(lc, stmt->subplans)
+		n += gather_workers(lfirst(lc), budget);
+	return n;
+}
+
+/*
+ * With the gate on, no plan runs more processes than the largest LLC
+ * domain has slots: a role's max_parallel_workers_per_gather would
+ * otherwise put more processes on the CPUs than the gate counts (a query
+ * takes at most a domain's slots).  The plan may be the plan cache's, so a
+ * plan wider than that is copied, and the copy's workers cut.  Cheap for
+ * the rest: parallelModeNeeded is false for a plan without a Gather.
+ */
+void
+mccdb_gate_narrow_plan(QueryDesc *queryDesc)
+{
+	PlannedStmt *stmt = queryDesc->plannedstmt;
+	int			budget;
+	int			planned;
+
+	if (mccdb_schedule == MCCDB_SCHEDULE_OFF || mccdb_adm == NULL ||
+		!stmt->parallelModeNeeded || IsParallelWorker())
+		return;
+	budget = Max(mccdb_max_query_slots() - 1, 0);
+	planned = planned_workers(stmt, NULL);
+	if (planned <= budget)
+		return;
+	stmt = copyObject(stmt);
+	planned_workers(stmt, &budget);
+	queryDesc->plannedstmt = stmt;
+	ereport(DEBUG1,
+			(errmsg_internal("mccdb: a plan's %d parallel workers cut to %d, the slots of an LLC domain less its leader",
+							 planned, Max(mccdb_max_query_slots() - 1, 0))));
 }
 
 /* Is a function one of the mccdb extension's? */
@@ -698,7 +761,7 @@ enqueue_locked(MccdbStatement *st, int64 now_us)
 	e->lane = LANE_SLOTS;
 	e->cls = loc->cls;
 	e->bytes = loc->bytes;
-	e->slots = 1 + planned_workers(st->queryDesc->plannedstmt->planTree);
+	e->slots = 1 + planned_workers(st->queryDesc->plannedstmt, NULL);
 	e->seq = mccdb_adm->next_seq++;
 	e->since_us = now_us;
 	e->since = GetCurrentTimestamp();

@@ -85,6 +85,7 @@ mccdb_ExecutorStart(QueryDesc *queryDesc, int eflags)
 
 	if (IsParallelWorker())
 		mccdb_admission_parallel_worker();
+	mccdb_gate_narrow_plan(queryDesc);
 	if (!statement_wanted(queryDesc, eflags, top))
 	{
 		if (prev_ExecutorStart)

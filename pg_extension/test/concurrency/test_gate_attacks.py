@@ -440,6 +440,38 @@ def test_an_insert_select_is_gated_like_its_select(ctl, roles):
         assert c.execute("select * from atk_into").fetchall() == [(100000,)]
 
 
+def workers_of(c, sql):
+    """(planned, launched) parallel workers over every Gather of sql's run."""
+    def walk(node):
+        own = (node.get("Workers Planned", 0), node.get("Workers Launched", 0)) \
+            if node["Node Type"] in ("Gather", "Gather Merge") else (0, 0)
+        for child in node.get("Plans", []):
+            sub = walk(child)
+            own = (own[0] + sub[0], own[1] + sub[1])
+        return own
+    return walk(c.execute("explain (analyze, format json) " + sql).fetchone()[0][0]["Plan"])
+
+
+@pytest.mark.parametrize("slots", [1, 2])
+def test_a_roles_parallel_workers_fit_the_slots_the_gate_counts(ctl, roles, slots):
+    # (issue 48: max_parallel_workers_per_gather = 4 beside corun_slots = 1
+    # ran five processes on one slot)
+    gate(ctl, corun_slots=slots, min_cost=0)
+    with connect_as(ATTACKER) as c:
+        for setting in ("max_parallel_workers_per_gather = 4", "parallel_setup_cost = 0",
+                        "parallel_tuple_cost = 0", "min_parallel_table_scan_size = 0",
+                        "parallel_leader_participation = on"):
+            c.execute("set " + setting)
+        planned, launched = workers_of(c, BIG)
+        assert 1 + planned <= slots and 1 + launched <= slots, \
+            f"{1 + launched} processes ran on {slots} slot(s) ({planned} workers planned)"
+        # the answer is the same with fewer workers
+        assert c.execute(BIG).fetchone()[0] == 100000
+        # with the gate off nothing is cut: the role's plan is its own
+        configure(ctl, schedule="off")
+        assert workers_of(c, BIG)[0] >= 2
+
+
 def test_every_role_reads_the_queue_and_the_statistics_without_a_grant(ctl, roles):
     # (issue 48: the views had no GRANT; 1.4 grants them to PUBLIC)
     ctl.execute("drop role if exists mccdb_gt_nobody")
