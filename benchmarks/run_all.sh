@@ -28,8 +28,10 @@ eval "$(scripts/pg-cluster.sh env bench)"
 # What mccdb costs pgbench, feature by feature, by subtraction (issue 49;
 # mccdb_bench.oltp_cost restarts the cluster for every run): every pgbench
 # script, protocol and client count for the configurations the issue's
-# targets name, then each feature alone on two scripts at 4 clients.
+# targets name, then each feature alone on two scripts at 4 clients; first
+# a quick look (two scripts, 1 and 16 clients, 3 rounds: about 30 min).
 oltp_cost_pages() {
+	bench oltp_cost --db pgbench --scale 10 --configs stock,all-off,defaults,defaults-shortest --scripts select-only,tpcb-like --clients 1,16 --seconds 10 --warmup 2 --reps 3 --name oltp-cost-quick
 	bench oltp_cost --db pgbench --scale 10 --configs stock,all-off,defaults,defaults-shortest --seconds 15 --warmup 3 --reps 8 --name oltp-cost-targets
 	bench oltp_cost --db pgbench --scale 10 --scripts select-only,tpcb-like --clients 4 --seconds 15 --warmup 3 --reps 8 --name oltp-cost-features
 }
