@@ -90,13 +90,37 @@ static int take_other_colours(size_t n)
 	return st;
 }
 
+/*
+ * Refills need free blocks of nr_colors pages: after tests that fragmented
+ * memory (the stress run, at 1,024 colours) or binders before, there may be
+ * none, and the binder would get its pages by the frame search alone.
+ * Parked pages are given back first, so that compaction can use them; at
+ * most three compactions.  Returns the compactions run.
+ */
+static int make_free_blocks(int block_order, long long *parked, long *blocks)
+{
+	long long p;
+	int tries;
+
+	for (tries = 1; ; tries++) {
+		p = pc_wait_parked(1, IDLE_MS);
+		if (parked)
+			*parked = p;
+		pc_write_file("/proc/sys/vm/compact_memory", "1");
+		*blocks = pc_free_blocks(block_order, NULL);
+		if (*blocks >= 2 || tries == 3)
+			return tries;
+		pc_settle();
+	}
+}
+
 int main(void)
 {
 	size_t n, answer;
 	long long headroom;
 	long long parked0, parked1, cp1, kern1, cp2, cur3, cp3, cp4, cp5, oom0, oom1;
 	unsigned long long refills0 = 0, refills1 = 0;
-	int cmd, ans, st, trouble, tries, block_order;
+	int cmd, ans, st, trouble, tries, attempt, block_order;
 	long blocks = -1;
 	char *addr, val[32];
 	pid_t pid;
@@ -118,22 +142,8 @@ int main(void)
 	if (pc_write_file(CG "/memory.max", val))
 		tap_diag("memory.max: %s", strerror(errno));
 	pc_settle();
-	/*
-	 * Refills need free blocks of nr_colors pages: after tests that
-	 * fragmented memory (the stress run, at 1,024 colours) there may be
-	 * none, and the binder would get its pages by the frame search alone.
-	 * Parked pages are given back first, so that compaction can use them.
-	 */
-	for (tries = 0; tries < 3; tries++) {
-		parked0 = pc_wait_parked(1, IDLE_MS);
-		pc_write_file("/proc/sys/vm/compact_memory", "1");
-		blocks = pc_free_blocks(block_order, NULL);
-		if (blocks >= 2)
-			break;
-		pc_settle();
-	}
-	tap_diag("free blocks of %d pages: %ld after %d compactions", pc_nr_colors, blocks,
-		 tries + (tries < 3));
+	tries = make_free_blocks(block_order, &parked0, &blocks);
+	tap_diag("free blocks of %d pages: %ld after %d compactions", pc_nr_colors, blocks, tries);
 	pc_color_census(0);
 	oom0 = pc_cgroup_value(CG, "memory.events", "oom_kill");
 
@@ -184,10 +194,20 @@ int main(void)
 	       "given back, the parked pages leave the group (color_parked %lld -> %lld)",
 	       cp3, cp4);
 
-	/* parked anew, then handed out to a root-group process of other colours */
-	pid = pc_child_start(binder, &n, &addr, &cmd, &ans);
-	pc_child_stop(pid, cmd, ans, NULL);
-	cp4 = pages_of("color_parked");
+	/*
+	 * Parked anew, then handed out to a root-group process of other
+	 * colours.  The binders before it may have left no free block to
+	 * refill from (the binder then parks nothing): free blocks are made
+	 * as at the start, and a binder that parked nothing is run once more.
+	 */
+	for (attempt = 0, cp4 = 0; attempt < 2 && cp4 == 0; attempt++) {
+		tries = make_free_blocks(block_order, NULL, &blocks);
+		pid = pc_child_start(binder, &n, &addr, &cmd, &ans);
+		pc_child_stop(pid, cmd, ans, NULL);
+		cp4 = pages_of("color_parked");
+		tap_diag("binder %d: free blocks %ld after %d compactions; color_parked %lld",
+			 attempt + 1, blocks, tries, cp4);
+	}
 	st = cp4 > 0 ? take_other_colours((size_t)cp4) : -1;
 	cp5 = pages_of("color_parked");
 	tap_diag("parked anew: color_parked %lld; after a root-group process of colours "
