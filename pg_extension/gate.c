@@ -482,22 +482,24 @@ void
 mccdb_gate_narrow_plan(QueryDesc *queryDesc)
 {
 	PlannedStmt *stmt = queryDesc->plannedstmt;
+	int			allowed;
 	int			budget;
 	int			planned;
 
 	if (mccdb_schedule == MCCDB_SCHEDULE_OFF || mccdb_adm == NULL ||
 		!stmt->parallelModeNeeded || IsParallelWorker())
 		return;
-	budget = Max(mccdb_max_query_slots() - 1, 0);
+	allowed = Max(mccdb_max_query_slots() - 1, 0);
 	planned = planned_workers(stmt, NULL);
-	if (planned <= budget)
+	if (planned <= allowed)
 		return;
 	stmt = copyObject(stmt);
+	budget = allowed;
 	planned_workers(stmt, &budget);
 	queryDesc->plannedstmt = stmt;
 	ereport(DEBUG1,
 			(errmsg_internal("mccdb: a plan's %d parallel workers cut to %d, the slots of an LLC domain less its leader",
-							 planned, Max(mccdb_max_query_slots() - 1, 0))));
+							 planned, allowed)));
 }
 
 /* Is a function one of the mccdb extension's? */

@@ -6,8 +6,9 @@ gated queries, cursors fetched in pieces, a cursor a function opens, a query
 run while holding an advisory lock another session waits for, and a client
 that stops reading for a while (its slots are lent, then taken back by
 waiting).  A sampler reads the gate meanwhile.  At every sample the slots in
-use are at most the slots, and no waiter waits past its bound (mccdb.max_wait,
-then only for the waiters older than it); at the end the gate is empty and never had to recount its slots.
+use are at most the slots, and no waiter waits past its bound
+(mccdb.max_wait, then only for the waiters older than it); at the end the
+gate is empty and never had to recount its slots.
 """
 import os
 import random
@@ -101,13 +102,13 @@ def session_loop(n, stop, errors, done):
 
 
 def fifo_violations(order, max_wait_s, slack=4):
-    """Waiters past max_wait that the gate overtook.  order: samples (time,
-    admissions outside the lock lane so far, {arrival: waited ms}).  From
+    """Waiters past max_wait that the gate overtook.  order: samples
+    (admissions outside the lock lane so far, {arrival: waited ms}).  From
     the first sample that shows a waiter past max_wait to the last that
     shows it waiting, the gate may admit only the waiters older than it in
     that first sample (slack: a sample's two reads are not one snapshot)."""
     due, last = {}, {}
-    for i, (_, _, waiting) in enumerate(order):
+    for i, (_, waiting) in enumerate(order):
         for arrival, ms in waiting.items():
             if ms >= max_wait_s * 1000 and arrival not in due:
                 due[arrival] = i
@@ -115,10 +116,10 @@ def fifo_violations(order, max_wait_s, slack=4):
     found = []
     for arrival, k in due.items():
         i = last[arrival]
-        older = sum(1 for a in order[k][2] if a < arrival)
-        admitted = order[i][1] - order[k][1]
+        older = sum(1 for a in order[k][1] if a < arrival)
+        admitted = order[i][0] - order[k][0]
         if admitted > older + slack:
-            found.append((arrival, round(order[i][2][arrival] / 1000.0, 1), admitted, older))
+            found.append((arrival, round(order[i][1][arrival] / 1000.0, 1), admitted, older))
     return found
 
 
@@ -138,12 +139,12 @@ def test_fifty_plain_sessions_keep_the_gates_invariants(ctl, soak_roles, policy)
     deadline = time.time() + SECONDS
     try:
         while time.time() < deadline:
-            samples.append(ctl.execute("select used_slots, slots from mccdb_scheduler()").fetchone())
-            admitted, waiting = ctl.execute(
-                "select (select admitted - admitted_for_locks from mccdb_scheduler()), "
+            used, slots, admitted, waiting = ctl.execute(
+                "select used_slots, slots, admitted - admitted_for_locks, "
                 "(select coalesce(json_object_agg(arrival, for_ms), '{}') from mccdb_queue "
-                "where state = 'waiting')").fetchone()
-            order.append((time.time(), admitted, {int(a): ms for a, ms in waiting.items()}))
+                "where state = 'waiting') from mccdb_scheduler()").fetchone()
+            samples.append((used, slots))
+            order.append((admitted, {int(a): ms for a, ms in waiting.items()}))
             time.sleep(0.05)
     finally:
         stop.set()
@@ -168,13 +169,13 @@ def test_fifty_plain_sessions_keep_the_gates_invariants(ctl, soak_roles, policy)
 
 
 def test_the_order_check_finds_a_waiter_overtaken_past_max_wait():
-    # arrival 7 is seen due at t = 4.2, the oldest waiter then; by t = 6.0
+    # arrival 7 is first seen due at 4.2 s waited, the oldest waiter then; by 6.0 s
     # the gate admitted 8 others: overtaken.  Arrival 8 was never seen due.
-    order = [(0.0, 0, {3: 0.0, 7: 0.0, 8: 0.0}),
-             (3.9, 2, {3: 3900.0, 7: 3900.0, 8: 3900.0}),
-             (4.2, 3, {7: 4200.0}),
-             (6.0, 11, {7: 6000.0})]
+    order = [(0, {3: 0.0, 7: 0.0, 8: 0.0}),
+             (2, {3: 3900.0, 7: 3900.0, 8: 3900.0}),
+             (3, {7: 4200.0}),
+             (11, {7: 6000.0})]
     assert fifo_violations(order, 4) == [(7, 6.0, 8, 0)]
     # in order: it went next (4 admissions is the slack of the sampling)
-    order[-1] = (6.0, 7, {7: 6000.0})
+    order[-1] = (7, {7: 6000.0})
     assert fifo_violations(order, 4) == []
