@@ -63,7 +63,7 @@ statement_wanted(QueryDesc *queryDesc, int eflags, bool top)
 {
 	PlannedStmt *plan = queryDesc->plannedstmt;
 
-	if (mccdb_explain_wants(queryDesc) || mccdb_recent_wants_statement(top, eflags))
+	if (mccdb_explain_wants(queryDesc) || mccdb_recent_wants_statement(plan, top, eflags))
 		return true;
 	return top &&
 		(mccdb_counters_wanted() || mccdb_partition_wants(plan) ||

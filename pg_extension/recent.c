@@ -31,6 +31,7 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "recent.h"
+#include "server_cost.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
@@ -51,6 +52,7 @@ static const struct config_enum_entry track_options[] = {
 
 /* GUCs */
 static int	track = MCCDB_TRACK_TOP;
+static double track_min_cost = 1000.0;
 static int	recent_max = 256;
 
 #define RECENT_QUERY_TEXT_LEN 1024
@@ -147,6 +149,13 @@ mccdb_recent_init(void)
 							 MCCDB_TRACK_TOP, track_options,
 							 PGC_SUSET, 0,
 							 NULL, NULL, NULL);
+	DefineCustomRealVariable("mccdb.track_min_cost",
+							 "Statements with a lower estimated cost are not recorded in mccdb_recent_queries.",
+							 "The cost is the plan's total cost under the server's cost settings, as for mccdb.schedule_min_cost. 0 records every statement mccdb.track names.",
+							 &track_min_cost,
+							 1000.0, 0.0, 1e100,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
 	DefineCustomIntVariable("mccdb.recent_queries",
 							"Number of queries kept in mccdb_recent_queries.",
 							NULL,
@@ -161,20 +170,48 @@ mccdb_recent_init(void)
 	shmem_startup_hook = recent_shmem_startup;
 }
 
-/* Should the ExecutorEnd of this statement be recorded? (mccdb.track) */
-bool
-mccdb_recent_wants(const MccdbStatement *st)
-{
-	return mccdb_recent_wants_statement(st->top, st->queryDesc->estate->es_top_eflags);
-}
-
-bool
-mccdb_recent_wants_statement(bool top, int eflags)
+/*
+ * Should the ExecutorEnd of this statement be recorded?  mccdb.track names
+ * the levels; a statement cheaper than mccdb.track_min_cost is not
+ * recorded (a point lookup has no locality to show, and a server's OLTP
+ * would overwrite the ring's analytics many times a second), unless the
+ * gate held it: its wait is what a DBA looks for here.  The plan's cost is
+ * the server's, as the gate prices it; one not known is recorded.
+ */
+static bool
+recent_tracks(bool top, int eflags)
 {
 	if (recent == NULL || recent_max == 0 || creating_extension ||
 		IsParallelWorker() || (eflags & EXEC_FLAG_EXPLAIN_ONLY))
 		return false;
 	return track == MCCDB_TRACK_ALL || (track == MCCDB_TRACK_TOP && top);
+}
+
+static bool
+costs_enough(bool cost_known, Cost cost)
+{
+	return !cost_known || cost >= track_min_cost;
+}
+
+bool
+mccdb_recent_wants(const MccdbStatement *st)
+{
+	return recent_tracks(st->top, st->queryDesc->estate->es_top_eflags) &&
+		(st->admission.gated || costs_enough(st->cost_known, st->real_cost));
+}
+
+bool
+mccdb_recent_wants_statement(PlannedStmt *plan, bool top, int eflags)
+{
+	Cost		cost;
+	bool		cost_known;
+
+	if (!recent_tracks(top, eflags))
+		return false;
+	if (track_min_cost <= 0)
+		return true;
+	cost_known = mccdb_server_cost(plan, &cost);
+	return costs_enough(cost_known, cost);
 }
 
 /*

@@ -10,13 +10,13 @@
 
 #include "state.h"
 
-/* GUCs (mccdb.track, mccdb.recent_queries) and shared memory. */
+/* GUCs (mccdb.track, mccdb.track_min_cost, mccdb.recent_queries), shared memory. */
 extern void mccdb_recent_init(void);
 
-/* Does mccdb.track record this statement? */
+/* Do mccdb.track and mccdb.track_min_cost record this statement? */
 extern bool mccdb_recent_wants(const MccdbStatement *st);
-/* The same before the statement has a state: is it a client's, its eflags. */
-extern bool mccdb_recent_wants_statement(bool top, int eflags);
+/* The same before the statement has a state: its plan, is it a client's, its eflags. */
+extern bool mccdb_recent_wants_statement(PlannedStmt *plan, bool top, int eflags);
 
 /* Record it, once its locality holds the actual sizes. */
 extern void mccdb_recent_record(const MccdbStatement *st);

@@ -79,8 +79,11 @@ MODES = ("simple", "prepared")
 SERVER_KEYS = ("mccdb.schedule", "mccdb.placement", "mccdb.partition")
 # every feature off: server part and per-session part (PGOPTIONS)
 OFF_SERVER = {"mccdb.schedule": "off", "mccdb.placement": "off", "mccdb.partition": "off"}
-OFF_SESSION = {"mccdb.track": "none", "mccdb.learn_table_sizes": "off", "mccdb.explain": "off",
-               "mccdb.plan_policy": "off", "mccdb.counters": "off", "compute_query_id": "off"}
+# (the ring's threshold at 0: track-top and track-all then record every
+# statement, what the ring itself costs; at the defaults pgbench's are below it)
+OFF_SESSION = {"mccdb.track": "none", "mccdb.track_min_cost": "0", "mccdb.learn_table_sizes": "off",
+               "mccdb.explain": "off", "mccdb.plan_policy": "off", "mccdb.counters": "off",
+               "compute_query_id": "off"}
 # every session, every configuration (stock too)
 COMMON_SESSION = {"synchronous_commit": "off"}
 
@@ -88,8 +91,8 @@ COMMON_SESSION = {"synchronous_commit": "off"}
 FEATURES = {
     "queryid": ("query id computed for every statement (compute_query_id = auto, as mccdb asks)",
                 {"compute_query_id": "auto"}),
-    "track-top": ("the recent-queries ring for top-level statements", {"mccdb.track": "top"}),
-    "track-all": ("the recent-queries ring for every statement", {"mccdb.track": "all"}),
+    "track-top": ("the recent-queries ring for every client statement", {"mccdb.track": "top"}),
+    "track-all": ("the recent-queries ring for every statement at every level", {"mccdb.track": "all"}),
     "learn": ("learned hash table sizes", {"mccdb.learn_table_sizes": "on"}),
     "explain": ("the locality estimate in EXPLAIN (pgbench runs no EXPLAIN)", {"mccdb.explain": "on"}),
     "plan-sls": ("the planner's plan choice, sls", {"mccdb.plan_policy": "sls"}),

@@ -12,6 +12,7 @@ SET LOCAL jit = off;
 SET LOCAL max_parallel_workers_per_gather = 0;
 SET LOCAL mccdb.llc_size = '1MB';
 SET LOCAL mccdb.explain = on;
+SET LOCAL mccdb.track_min_cost = 0;	-- the ring records these small queries
 
 CREATE TABLE pc_dim (k int PRIMARY KEY, grp int);
 CREATE TABLE pc_fact (k int, v int);

@@ -5,7 +5,7 @@
 --
 \set ON_ERROR_STOP 1
 \set QUIET 1
-SELECT plan(20);
+SELECT plan(23);
 SET client_min_messages = warning;
 
 SET jit = off;
@@ -13,6 +13,7 @@ SET max_parallel_workers_per_gather = 0;
 SET enable_nestloop = off;
 SET enable_mergejoin = off;
 SET mccdb.llc_size = '1MB';
+SET mccdb.track_min_cost = 0;	-- these small tables' queries cost less than the default
 DROP TABLE IF EXISTS rq_dim, rq_fact;
 CREATE TABLE rq_dim (k int PRIMARY KEY, grp int);
 CREATE TABLE rq_fact (k int, v int);
@@ -39,6 +40,19 @@ SELECT cmp_ok((SELECT abs(error_pct) FROM mccdb_recent_tables t JOIN mccdb_recen
               'estimate within 10% of the actual size when row estimates are exact');
 SELECT is((SELECT actual_rows FROM mccdb_recent_tables t JOIN mccdb_recent_queries q USING (seq)
             WHERE q.query LIKE 'SELECT sum(v) AS total%'), 10000::float8, 'actual rows in the hash table');
+
+-- at the default mccdb.track_min_cost a point lookup is not recorded, the
+-- hash join (priced as the server prices it) only if it costs that much
+RESET mccdb.track_min_cost;
+SELECT mccdb_recent_reset();
+SELECT grp AS g FROM rq_dim WHERE k = 1 \gset
+SELECT is((SELECT count(*) FROM mccdb_recent_queries WHERE query LIKE 'SELECT grp AS g FROM rq_dim%'), 0::bigint,
+          'a statement cheaper than mccdb.track_min_cost is not recorded');
+SET mccdb.track_min_cost = 1;
+SELECT grp AS g FROM rq_dim WHERE k = 1 \gset
+SET mccdb.track_min_cost = 0;
+SELECT is((SELECT count(*) FROM mccdb_recent_queries WHERE query LIKE 'SELECT grp AS g FROM rq_dim%'), 1::bigint,
+          'one that costs at least mccdb.track_min_cost is');
 
 -- plain EXPLAIN runs nothing and records nothing; statements in functions
 -- are recorded only with mccdb.track = all
@@ -81,6 +95,7 @@ DROP ROLE IF EXISTS mccdb_tap_user;
 CREATE ROLE mccdb_tap_user;
 SET ROLE mccdb_tap_user;
 SELECT throws_ok($$SET mccdb.llc_size = '4MB'$$, '42501', NULL, 'only superusers set mccdb.llc_size');
+SELECT throws_ok($$SET mccdb.track_min_cost = 0$$, '42501', NULL, 'only superusers set mccdb.track_min_cost');
 SELECT throws_ok($$SELECT * FROM mccdb_recent_queries$$, '42501', NULL, 'ordinary roles cannot read recent queries');
 RESET ROLE;
 GRANT pg_read_all_stats TO mccdb_tap_user;

@@ -4,11 +4,11 @@ Checked structurally, not by timing: mccdb says at DEBUG3 when it makes a
 statement's state (a memory context, a plan walk) and when it takes the
 gate's lock for a statement the gate let pass; a session at
 client_min_messages = debug3 hears each.  A point lookup, simple or
-prepared, and an update by key, with the gate on (it costs far less than
-mccdb.schedule_min_cost) and mccdb.track = none must make neither: the
-recent-queries ring, on by default (mccdb.track = top), records every
-client statement and is the cost left.  The same session's hash join, and
-a known query the gate lets pass, do make them: the count can see one.
+prepared, and an update by key, at mccdb's defaults with the gate on (they
+cost far less than mccdb.schedule_min_cost and mccdb.track_min_cost) must
+make neither.  The same session's hash join, a cheap statement the ring is
+told to record, and a known query the gate lets pass, do make them: the
+count can see one.
 """
 from conftest import configure, connect
 from test_gate_never_hangs import JOIN, tables  # noqa: F401 (a fixture)
@@ -32,7 +32,7 @@ def mccdb_debug(c, run):
 def test_a_point_lookup_makes_no_state_and_takes_no_gate_lock(ctl, tables):
     configure(ctl, schedule="shortest", corun_slots=2, max_wait="10min", min_cost=1000)
     with connect() as c:
-        c.execute("set mccdb.track = none")
+        assert c.execute("show mccdb.track").fetchone()[0] == "top"
         c.execute(JOIN).fetchall()     # the gate knows a query: bypasses are looked up
 
         def lookups(c):
@@ -45,6 +45,10 @@ def test_a_point_lookup_makes_no_state_and_takes_no_gate_lock(ctl, tables):
         # the hash join makes a state (it may teach its table's size)
         assert any("state of a statement" in m
                    for m in mccdb_debug(c, lambda c: c.execute(JOIN).fetchall()))
+        # and a point lookup the ring is told to record
+        c.execute("set mccdb.track_min_cost = 0")
+        assert any("state of a statement" in m
+                   for m in mccdb_debug(c, lambda c: c.execute(POINT, (1,)).fetchall()))
 
 
 def test_a_known_query_the_gate_lets_pass_is_counted(ctl, tables):
