@@ -20,20 +20,44 @@ SF74=${MCCDB_BENCH_SEC74_SCALE:-8}
 SFTPCH=${MCCDB_BENCH_TPCH_SCALE:-0.1}
 PARTS=$("$MCCDB_PY" -c "print(int(800000 * float('$SF')))")
 cd "$MCCDB_ROOT"
-scripts/pg-cluster.sh start bench --port "$PORT" --set "shared_buffers = 4GB" \
-	--set "work_mem = 64MB" --set "max_parallel_workers_per_gather = 0" --set "jit = off" \
-	--set "mccdb.llc_size = '$LLC'"
+# start_bench PORT: the cluster "bench" of the PostgreSQL the scripts name
+start_bench() {
+	scripts/pg-cluster.sh start bench --port "$1" --set "shared_buffers = 4GB" \
+		--set "work_mem = 64MB" --set "max_parallel_workers_per_gather = 0" --set "jit = off" \
+		--set "mccdb.llc_size = '$LLC'"
+}
+start_bench "$PORT"
 trap 'scripts/pg-cluster.sh stop bench' EXIT
 eval "$(scripts/pg-cluster.sh env bench)"
 # What mccdb costs pgbench, feature by feature, by subtraction (issue 49;
 # mccdb_bench.oltp_cost restarts the cluster for every run): every pgbench
 # script, protocol and client count for the configurations the issue's
 # targets name, then each feature alone on two scripts at 4 clients; first
-# a quick look (two scripts, 1 and 16 clients, 3 rounds: about 30 min).
+# a quick look (two scripts, 1 and 16 clients, 3 rounds: about 25 min, and
+# the same on PostgreSQL 18 at the end) and the query id alone (12 min).
 oltp_cost_pages() {
 	bench oltp_cost --db pgbench --scale 10 --configs stock,all-off,defaults,defaults-shortest --scripts select-only,tpcb-like --clients 1,16 --seconds 10 --warmup 2 --reps 3 --name oltp-cost-quick
+	# what the query id mccdb asks for costs the simple protocol (the quick look's open question)
+	bench oltp_cost --db pgbench --scale 10 --configs stock,all-off,queryid,defaults --scripts tpcb-like --modes simple --clients 1,16 --seconds 10 --warmup 2 --reps 4 --name oltp-cost-queryid
 	bench oltp_cost --db pgbench --scale 10 --configs stock,all-off,defaults,defaults-shortest --seconds 15 --warmup 3 --reps 8 --name oltp-cost-targets
 	bench oltp_cost --db pgbench --scale 10 --scripts select-only,tpcb-like --clients 4 --seconds 15 --warmup 3 --reps 8 --name oltp-cost-features
+	oltp_cost_pg18
+}
+# The quick look on PostgreSQL 18, in a cluster of its own beside bench
+# (stopped meanwhile: one server measured at a time).
+oltp_cost_pg18() {
+	scripts/pg-cluster.sh stop bench
+	(
+		export MCCDB_PG_MAJOR=18
+		. scripts/lib.sh
+		export PATH="$PG_BINDIR:$PATH"
+		scripts/pg-cluster.sh install
+		start_bench "$((PORT + 1))"
+		trap 'scripts/pg-cluster.sh stop bench' EXIT
+		eval "$(scripts/pg-cluster.sh env bench)"
+		bench oltp_cost --db pgbench --scale 10 --configs stock,all-off,defaults,defaults-shortest --scripts select-only,tpcb-like --clients 1,16 --seconds 10 --warmup 2 --reps 3 --name oltp-cost-quick-pg18
+	)
+	start_bench "$PORT"
 }
 if [ "${1:-}" = oltp ]; then
 	oltp_cost_pages

@@ -7,13 +7,14 @@
  *		mccdb_recent_tables.
  *
  * Entries are written whole at ExecutorEnd, so an ERROR or FATAL elsewhere
- * can never leave a half-written or leaked entry.  mccdb.track = top records
- * every client statement, OLTP ones included, so the ring must not become a
- * point where all backends queue: a writer takes the next sequence number
- * with an atomic add and copies its entry into that slot under the slot's
- * own LWLock (one of a tranche with one per slot).  Two backends meet only
- * when more statements end at once than the ring has slots; readers take
- * the slots one at a time, shared.
+ * can never leave a half-written or leaked entry.  Below
+ * mccdb.track_min_cost nothing is recorded (OLTP statements get no state at
+ * all); with it at 0, mccdb.track = top records every client statement, so
+ * the ring must not become a point where all backends queue: a writer takes
+ * the next sequence number with an atomic add and copies its entry into
+ * that slot under the slot's own LWLock (one of a tranche with one per
+ * slot).  Two backends meet only when more statements end at once than the
+ * ring has slots; readers take the slots one at a time, shared.
  *
  *-------------------------------------------------------------------------
  */

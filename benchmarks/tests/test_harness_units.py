@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from mccdb_bench import llc_knee, tpch_load
-from mccdb_bench.harness import report, sqlfiles, stats
+from mccdb_bench.harness import pg, report, sqlfiles, stats
 
 # --- statistics ---------------------------------------------------------
 
@@ -294,3 +294,13 @@ def test_a_page_measured_again_keeps_its_analysis_marked_stale(tmp_path):
     (tmp_path / "x.md").write_text(text.replace(report.STALE + "1.20x", "1.05x")
                                    .replace(report.ANALYSIS_STALE + "\n\n", ""))
     assert results_index.main(["--results", str(tmp_path)]) == 0
+
+
+def test_cluster_name_is_the_one_pg_cluster_env_gave():
+    # PostgreSQL 18's cluster bench has its socket in run/bench-pg18: the
+    # restart must name bench (pg-cluster.sh adds the suffix itself)
+    env = {"PGHOST": "/w/var/run/bench-pg18", "MCCDB_CLUSTER": "bench"}
+    assert pg.cluster_name(env) == "bench"
+    assert pg.cluster_name({"PGHOST": "/w/var/run/test"}) == "test"
+    assert pg.cluster_name({"PGHOST": "localhost", "MCCDB_CLUSTER": "bench"}) is None
+    assert pg.cluster_name({}) is None

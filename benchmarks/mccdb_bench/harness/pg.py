@@ -205,18 +205,28 @@ def set_schedule(policy, dbname=None, timeout=10.0):
         time.sleep(0.1)
 
 
+def cluster_name(environ):
+    """The project cluster the libpq environment points at, or None: the
+    name pg-cluster.sh env gave, else its socket directory's (which has the
+    major's suffix: bench-pg18 is the cluster bench of PostgreSQL 18)."""
+    import pathlib
+
+    host = environ.get("PGHOST", "")
+    if not host.startswith("/"):
+        return None
+    return environ.get("MCCDB_CLUSTER") or pathlib.Path(host).name or None
+
+
 def cluster_command(cmd, *args, dbname=None, timeout=60.0):
     """scripts/pg-cluster.sh CMD NAME ARGS on the project cluster the libpq
     environment points at (a restart, a preload change), then wait until it
     takes connections again."""
     import os
-    import pathlib
     import subprocess
 
     from ..paths import CLUSTER_SCRIPT
-    host = os.environ.get("PGHOST", "")
-    name = pathlib.Path(host).name
-    if not host.startswith("/") or not name:
+    name = cluster_name(os.environ)
+    if name is None:
         raise RuntimeError("this needs a project cluster (eval \"$(scripts/pg-cluster.sh env NAME)\")")
     subprocess.run([str(CLUSTER_SCRIPT), cmd, name, *args], check=True, stdout=subprocess.DEVNULL)
     deadline = time.time() + timeout
