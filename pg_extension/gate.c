@@ -77,6 +77,7 @@
 #include "nodes/nodeFuncs.h"
 #include "pgstat.h"
 #include "postmaster/interrupt.h"
+#include "plan_tree.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "utils/guc.h"
@@ -422,52 +423,45 @@ blocked_in_the_gate(const int *pids, int n)
  * Gather that gets fewer workers than planned runs the rest of its plan in
  * the leader, as it does when the server has no worker free.
  */
-static int
-gather_workers(Plan *plan, int *budget)
+typedef struct WorkerCount
 {
-	int			n = 0;
-	ListCell   *lc;
+	int			planned;
+	int		   *budget;			/* NULL: count only */
+} WorkerCount;
 
-	if (plan == NULL)
-		return 0;
+static bool
+count_gather_workers(Plan *plan, void *context)
+{
+	WorkerCount *wc = context;
+
 	check_stack_depth();
 	if (IsA(plan, Gather) || IsA(plan, GatherMerge))
 	{
 		int		   *workers = IsA(plan, Gather) ?
 			&((Gather *) plan)->num_workers : &((GatherMerge *) plan)->num_workers;
 
-		n = *workers;
-		if (budget != NULL)
+		wc->planned += *workers;
+		if (wc->budget != NULL)
 		{
-			*workers = Min(*workers, *budget);
-			*budget -= *workers;
+			*workers = Min(*workers, *wc->budget);
+			*wc->budget -= *workers;
 		}
 	}
-	else if (IsA(plan, Append))
-		foreach(lc, ((Append *) plan)->appendplans)
-			n += gather_workers(lfirst(lc), budget);
-	else if (IsA(plan, MergeAppend))
-		foreach(lc, ((MergeAppend *) plan)->mergeplans)
-			n += gather_workers(lfirst(lc), budget);
-	else if (IsA(plan, SubqueryScan))
-		n += gather_workers(((SubqueryScan *) plan)->subplan, budget);
-	else if (IsA(plan, CustomScan))
-		foreach(lc, ((CustomScan *) plan)->custom_plans)
-			n += gather_workers(lfirst(lc), budget);
-	n += gather_workers(outerPlan(plan), budget);
-	return n + gather_workers(innerPlan(plan), budget);
+	return mccdb_plan_children_walk(plan, count_gather_workers, wc);
 }
 
 /* ... in the statement's main plan and its subplans */
 static int
 planned_workers(PlannedStmt *stmt, int *budget)
 {
-	int			n = gather_workers(stmt->planTree, budget);
+	WorkerCount wc = {0, budget};
 	ListCell   *lc;
 
+	(void) count_gather_workers(stmt->planTree, &wc);
 	foreach(lc, stmt->subplans)
-		n += gather_workers(lfirst(lc), budget);
-	return n;
+		if (lfirst(lc) != NULL)
+			(void) count_gather_workers(lfirst(lc), &wc);
+	return wc.planned;
 }
 
 /*
@@ -510,40 +504,35 @@ is_own_function(Oid funcid, Oid ext)
 }
 
 /*
- * Do the function scans of a plan call the extension's functions only?
- * (The flat range table of a PlannedStmt has lost its functions: they are
- * in the FunctionScan nodes.)
+ * Does a function scan of a plan call anything but the extension's
+ * functions?  (The flat range table of a PlannedStmt has lost its
+ * functions: they are in the FunctionScan nodes.)  context: the
+ * extension's OID.
  */
 static bool
-scans_only_own_functions(Plan *plan, Oid ext)
+scans_other_functions(Plan *plan, void *context)
 {
+	Oid			ext = *(Oid *) context;
 	ListCell   *lc;
 
-	if (plan == NULL)
-		return true;
+	check_stack_depth();
+	if (IsA(plan, CustomScan))
+		return true;			/* its children are its own business */
 	if (IsA(plan, FunctionScan))
 		foreach(lc, ((FunctionScan *) plan)->functions)
 		{
 			Node	   *expr = lfirst_node(RangeTblFunction, lc)->funcexpr;
 
 			if (!IsA(expr, FuncExpr) || !is_own_function(((FuncExpr *) expr)->funcid, ext))
-				return false;
+				return true;
 		}
-	if (IsA(plan, Append))
-		foreach(lc, ((Append *) plan)->appendplans)
-			if (!scans_only_own_functions(lfirst(lc), ext))
-				return false;
-	if (IsA(plan, MergeAppend))
-		foreach(lc, ((MergeAppend *) plan)->mergeplans)
-			if (!scans_only_own_functions(lfirst(lc), ext))
-				return false;
-	if (IsA(plan, SubqueryScan) &&
-		!scans_only_own_functions(((SubqueryScan *) plan)->subplan, ext))
-		return false;
-	if (IsA(plan, CustomScan))
-		return false;			/* its children are its own business */
-	return scans_only_own_functions(outerPlan(plan), ext) &&
-		scans_only_own_functions(innerPlan(plan), ext);
+	return mccdb_plan_children_walk(plan, scans_other_functions, context);
+}
+
+static bool
+scans_only_own_functions(Plan *plan, Oid ext)
+{
+	return plan == NULL || !scans_other_functions(plan, &ext);
 }
 
 /*

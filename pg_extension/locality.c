@@ -36,6 +36,7 @@
 #include "executor/nodeAgg.h"
 #include "executor/nodeHash.h"
 #include "locality.h"
+#include "plan_tree.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
@@ -70,6 +71,7 @@ typedef struct WalkState
 } WalkState;
 
 static void walk_plan(Plan *plan, WalkState *w);
+static bool walk_child(Plan *plan, void *context);
 
 const char *
 mccdb_locality_class_name(MccdbLocalityClass cls)
@@ -426,12 +428,8 @@ mccdb_locality_describe(const MccdbLocality *loc)
  * Errs towards yes; a point lookup's plan answers no after a node or two.
  */
 static bool
-holds_tables(Plan *plan)
+holds_tables(Plan *plan, void *context)
 {
-	ListCell   *lc;
-
-	if (plan == NULL)
-		return false;
 	check_stack_depth();
 	switch (nodeTag(plan))
 	{
@@ -448,24 +446,10 @@ holds_tables(Plan *plan)
 				((Agg *) plan)->aggstrategy != AGG_SORTED)
 				return true;
 			break;
-		case T_Append:
-			foreach(lc, ((Append *) plan)->appendplans)
-				if (holds_tables(lfirst(lc)))
-					return true;
-			break;
-		case T_MergeAppend:
-			foreach(lc, ((MergeAppend *) plan)->mergeplans)
-				if (holds_tables(lfirst(lc)))
-					return true;
-			break;
-		case T_SubqueryScan:
-			if (holds_tables(((SubqueryScan *) plan)->subplan))
-				return true;
-			break;
 		default:
 			break;
 	}
-	return holds_tables(outerPlan(plan)) || holds_tables(innerPlan(plan));
+	return mccdb_plan_children_walk(plan, holds_tables, context);
 }
 
 bool
@@ -474,9 +458,9 @@ mccdb_plan_holds_tables(PlannedStmt *stmt)
 	ListCell   *lc;
 
 	foreach(lc, stmt->subplans)
-		if (holds_tables(lfirst(lc)))
+		if (lfirst(lc) != NULL && holds_tables(lfirst(lc), NULL))
 			return true;
-	return holds_tables(stmt->planTree);
+	return holds_tables(stmt->planTree, NULL);
 }
 
 /* Skip nodes that only pass tuples through on the way to a join's input. */
@@ -515,24 +499,10 @@ is_join(Plan *plan)
 
 /* Does the subtree contain a join?  (Used to tell bushy trees.) */
 static bool
-contains_join(Plan *plan)
+contains_join(Plan *plan, void *context)
 {
-	if (plan == NULL)
-		return false;
-	if (is_join(plan))
-		return true;
-	if (IsA(plan, Append))
-	{
-		ListCell   *lc;
-
-		foreach(lc, ((Append *) plan)->appendplans)
-			if (contains_join(lfirst(lc)))
-				return true;
-		return false;
-	}
-	if (IsA(plan, SubqueryScan))
-		return contains_join(((SubqueryScan *) plan)->subplan);
-	return contains_join(outerPlan(plan)) || contains_join(innerPlan(plan));
+	check_stack_depth();
+	return is_join(plan) || mccdb_plan_children_walk(plan, contains_join, context);
 }
 
 /* Alias of the base relation a subtree scans, if it scans exactly one. */
@@ -574,13 +544,17 @@ scanned_relation(Plan *plan, PlannedStmt *stmt)
 }
 
 /* The OIDs of the base relations a subtree scans, each once. */
-static List *
-scanned_relids(Plan *plan, PlannedStmt *stmt, List *relids)
+typedef struct ScannedRelids
 {
-	ListCell   *lc;
+	PlannedStmt *stmt;
+	List	   *relids;
+} ScannedRelids;
 
-	if (plan == NULL)
-		return relids;
+static bool
+add_scanned_relids(Plan *plan, void *context)
+{
+	ScannedRelids *sr = context;
+
 	check_stack_depth();
 	switch (nodeTag(plan))
 	{
@@ -593,36 +567,35 @@ scanned_relids(Plan *plan, PlannedStmt *stmt, List *relids)
 		case T_TidRangeScan:
 			{
 				Index		rti = ((Scan *) plan)->scanrelid;
+				List	   *rtable = sr->stmt->rtable;
 
-				if (rti > 0 && rti <= list_length(stmt->rtable) &&
-					rt_fetch(rti, stmt->rtable)->rtekind == RTE_RELATION)
-					relids = list_append_unique_oid(relids,
-													rt_fetch(rti, stmt->rtable)->relid);
+				if (rti > 0 && rti <= list_length(rtable) &&
+					rt_fetch(rti, rtable)->rtekind == RTE_RELATION)
+					sr->relids = list_append_unique_oid(sr->relids,
+														rt_fetch(rti, rtable)->relid);
 				break;
 			}
-		case T_Append:
-			foreach(lc, ((Append *) plan)->appendplans)
-				relids = scanned_relids(lfirst(lc), stmt, relids);
-			break;
-		case T_MergeAppend:
-			foreach(lc, ((MergeAppend *) plan)->mergeplans)
-				relids = scanned_relids(lfirst(lc), stmt, relids);
-			break;
-		case T_SubqueryScan:
-			relids = scanned_relids(((SubqueryScan *) plan)->subplan, stmt, relids);
-			break;
 		default:
 			break;
 	}
-	relids = scanned_relids(outerPlan(plan), stmt, relids);
-	return scanned_relids(innerPlan(plan), stmt, relids);
+	return mccdb_plan_children_walk(plan, add_scanned_relids, sr);
+}
+
+static List *
+scanned_relids(Plan *plan, PlannedStmt *stmt)
+{
+	ScannedRelids sr = {stmt, NIL};
+
+	if (plan != NULL)
+		(void) add_scanned_relids(plan, &sr);
+	return sr.relids;
 }
 
 static MccdbTable *
 new_table(MccdbTableKind kind, Plan *node, WalkState *w)
 {
 	MccdbTable *t = palloc0(sizeof(MccdbTable));
-	List	   *relids = scanned_relids(node, w->stmt, NIL);
+	List	   *relids = scanned_relids(node, w->stmt);
 	ListCell   *lc;
 
 	t->kind = kind;
@@ -794,7 +767,7 @@ walk_join_tree(Plan *top, WalkState *w)
 		Plan	   *outer;
 
 		spine = lappend(spine, j);
-		if (contains_join(innerPlan(j)))
+		if (innerPlan(j) != NULL && contains_join(innerPlan(j), NULL))
 			w->bushy = true;
 		outer = skip_passthrough(outerPlan(j));
 		if (!is_join(outer))
@@ -879,27 +852,18 @@ walk_plan(Plan *plan, WalkState *w)
 		case T_GatherMerge:
 			w->parallel_workers = ((GatherMerge *) plan)->num_workers;
 			break;
-		case T_Append:
-			foreach(lc, ((Append *) plan)->appendplans)
-				walk_plan(lfirst(lc), w);
-			return;
-		case T_MergeAppend:
-			foreach(lc, ((MergeAppend *) plan)->mergeplans)
-				walk_plan(lfirst(lc), w);
-			return;
-		case T_SubqueryScan:
-			walk_plan(((SubqueryScan *) plan)->subplan, w);
-			return;
-		case T_CustomScan:
-			foreach(lc, ((CustomScan *) plan)->custom_plans)
-				walk_plan(lfirst(lc), w);
-			break;
 		default:
 			break;
 	}
-	walk_plan(outerPlan(plan), w);
-	walk_plan(innerPlan(plan), w);
+	(void) mccdb_plan_children_walk(plan, walk_child, w);
 	w->parallel_workers = saved_workers;
+}
+
+static bool
+walk_child(Plan *plan, void *context)
+{
+	walk_plan(plan, (WalkState *) context);
+	return false;
 }
 
 void

@@ -10,6 +10,7 @@
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "plan_key.h"
+#include "plan_tree.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
@@ -19,38 +20,19 @@ hash_double(double d)
 	return hash_bytes_extended((const unsigned char *) &d, sizeof(d), 0);
 }
 
-static uint64
-shape_of(const Plan *plan, uint64 h)
+static bool
+add_shape(Plan *plan, void *context)
 {
-	ListCell   *lc;
+	uint64	   *h = context;
 
-	if (plan == NULL)
-		return h;
 	check_stack_depth();
-	h = hash_combine64(h, (uint64) nodeTag(plan));
-	h = hash_combine64(h, (uint64) plan->plan_node_id);
-	h = hash_combine64(h, hash_double(plan->startup_cost));
-	h = hash_combine64(h, hash_double(plan->total_cost));
-	h = hash_combine64(h, hash_double(plan->plan_rows));
-	h = hash_combine64(h, (uint64) plan->plan_width);
-	switch (nodeTag(plan))
-	{
-		case T_Append:
-			foreach(lc, ((const Append *) plan)->appendplans)
-				h = shape_of(lfirst(lc), h);
-			break;
-		case T_MergeAppend:
-			foreach(lc, ((const MergeAppend *) plan)->mergeplans)
-				h = shape_of(lfirst(lc), h);
-			break;
-		case T_SubqueryScan:
-			h = shape_of(((const SubqueryScan *) plan)->subplan, h);
-			break;
-		default:
-			break;
-	}
-	h = shape_of(outerPlan(plan), h);
-	return shape_of(innerPlan(plan), h);
+	*h = hash_combine64(*h, (uint64) nodeTag(plan));
+	*h = hash_combine64(*h, (uint64) plan->plan_node_id);
+	*h = hash_combine64(*h, hash_double(plan->startup_cost));
+	*h = hash_combine64(*h, hash_double(plan->total_cost));
+	*h = hash_combine64(*h, hash_double(plan->plan_rows));
+	*h = hash_combine64(*h, (uint64) plan->plan_width);
+	return mccdb_plan_children_walk(plan, add_shape, h);
 }
 
 MccdbPlanKey
@@ -61,7 +43,8 @@ mccdb_plan_key(const PlannedStmt *plan)
 	/* zeroed whole: the key's padding is hashed too */
 	memset(&key, 0, sizeof(key));
 	key.queryid = plan->queryId;
-	key.shape = shape_of(plan->planTree, 0);
+	if (plan->planTree != NULL)
+		(void) add_shape(plan->planTree, &key.shape);
 	return key;
 }
 

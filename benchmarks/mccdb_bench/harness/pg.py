@@ -1,7 +1,8 @@
 """Sessions, timed runs, co-runs and held batches against a PostgreSQL server.
 
 Every session is its own connection (one per co-runner), autocommit, with
-parallel workers off and JIT off unless the caller passes other settings.
+parallel workers off and JIT off unless the caller passes other settings,
+and every statement recorded in mccdb's recent-queries ring.
 The server comes from the libpq environment (eval "$(scripts/pg-cluster.sh env NAME)").
 """
 import threading
@@ -9,7 +10,12 @@ import time
 
 import psycopg
 
-BASE_SETTINGS = ["set max_parallel_workers_per_gather = 0", "set jit = off"]
+# The experiments read their own queries back from mccdb_recent_queries
+# (locality, sizes, admission), whatever they cost: the ring's threshold is
+# a server's default for its DBA, not the experiments'.  (On a server without
+# mccdb the SET only makes a placeholder.)
+BASE_SETTINGS = ["set max_parallel_workers_per_gather = 0", "set jit = off",
+                 "set mccdb.track_min_cost = 0"]
 
 
 class Query:
