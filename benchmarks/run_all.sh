@@ -112,4 +112,7 @@ bench workload --db ssb --mix long --mode closed --clients 6 --per-client 6 --pa
 bench workload --db ssb --mix adhoc --mode closed --clients 6 --per-client 10 --oltp-seconds 60 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3
 bench workload --db ssb --mix adhoc --mode closed --clients 6 --per-client 10 --oltp-seconds 60 --parallel-workers 2 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3 --name scheduler-vs-pooler-adhoc-closed-pw2
 bench workload --db ssb --mix adhoc --mode open --load 0.8 --clients 6 --per-client 10 --arrivals 60 --seconds 600 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3
+# (issue 50) admission by memory: six big hash joins at once in a memory
+# cgroup (root or passwordless sudo), with and without mccdb.memory_budget
+bench memory_budget --db ssb --reps 3
 bench fig5_table2 --db plq

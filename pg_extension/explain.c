@@ -40,6 +40,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "work_memory.h"
 
 /* GUC */
 static bool explain_locality = false;
@@ -298,13 +299,15 @@ explain_choice_structured(const MccdbPlanChoice *pc, ExplainState *es)
 }
 
 static void
-explain_text(const MccdbLocality *loc, ExplainState *es)
+explain_text(const MccdbLocality *loc, double work_memory, ExplainState *es)
 {
 	ListCell   *lc;
 
 	ExplainPropertyText("MCC-DB Locality", mccdb_locality_describe(loc), es);
 	if (!es->analyze && !es->verbose)
 		return;
+	ExplainPropertyText("MCC-DB Working Memory",
+						psprintf("estimated %s", mccdb_format_bytes(work_memory)), es);
 	foreach(lc, loc->tables)
 	{
 		MccdbTable *t = lfirst(lc);
@@ -327,8 +330,8 @@ explain_text(const MccdbLocality *loc, ExplainState *es)
 }
 
 static void
-explain_structured(const MccdbLocality *loc, const MccdbPlanChoice *pc,
-				   ExplainState *es)
+explain_structured(const MccdbLocality *loc, double work_memory,
+				   const MccdbPlanChoice *pc, ExplainState *es)
 {
 	ListCell   *lc;
 
@@ -337,6 +340,7 @@ explain_structured(const MccdbLocality *loc, const MccdbPlanChoice *pc,
 	ExplainPropertyText("Basis", loc->basis, es);
 	ExplainPropertyInteger("Hash Table Bytes", NULL, mccdb_double_to_int64(loc->bytes), es);
 	ExplainPropertyInteger("LLC Bytes", NULL, mccdb_double_to_int64(loc->llc_bytes), es);
+	ExplainPropertyInteger("Working Memory Bytes", NULL, mccdb_double_to_int64(work_memory), es);
 	if (pc)
 		explain_choice_structured(pc, es);
 	if (loc->tables == NIL)
@@ -393,21 +397,26 @@ explained_locality(MccdbStatement *st, ExplainState *es)
 	return loc;
 }
 
-/* The statement's locality and candidates, in the EXPLAIN's format. */
+/*
+ * The statement's locality, working memory (as the gate counts it, from
+ * the same locality) and candidates, in the EXPLAIN's format.
+ */
 static void
 explain_statement(MccdbStatement *st, ExplainState *es)
 {
 	const MccdbPlanChoice *pc = st->plan_choice;
 	MccdbLocality *loc = explained_locality(st, es);
+	double		work_memory = loc == &st->locality ? mccdb_statement_work_memory(st) :
+		mccdb_work_memory_bytes(st->queryDesc->plannedstmt, loc);
 
 	if (es->format == EXPLAIN_FORMAT_TEXT)
 	{
-		explain_text(loc, es);
+		explain_text(loc, work_memory, es);
 		if (pc)
 			explain_choice_text(pc, es);
 	}
 	else
-		explain_structured(loc, pc, es);
+		explain_structured(loc, work_memory, pc, es);
 }
 
 /*

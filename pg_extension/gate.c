@@ -64,6 +64,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/parallel.h"
 #include "gate_state.h"
 #include "server_cost.h"
@@ -668,6 +670,8 @@ admit_locked(MccdbStatement *st, AdmissionEntry *e, int64 enqueued_us,
 		mccdb_adm->starved_total++;
 	if (for_locks)
 		mccdb_adm->lock_admitted_total++;
+	if (mccdb_memory_budget_kb > 0 && e->memory_kb > mccdb_memory_budget_kb)
+		mccdb_adm->alone_total++;
 	if (k != NULL)
 	{
 		MccdbQueryCounters admission = {.admissions = 1, .starved = starved,
@@ -727,7 +731,7 @@ mccdb_admission_parallel_worker(void)
  * Caller holds the lock.
  */
 static AdmissionEntry *
-enqueue_locked(MccdbStatement *st, int64 now_us)
+enqueue_locked(MccdbStatement *st, int64 memory_kb, int64 now_us)
 {
 	MccdbLocality *loc = mccdb_statement_locality(st);
 	AdmissionEntry *e = my_entry();
@@ -752,6 +756,7 @@ enqueue_locked(MccdbStatement *st, int64 now_us)
 	e->lane = LANE_SLOTS;
 	e->cls = loc->cls;
 	e->bytes = loc->bytes;
+	e->memory_kb = memory_kb;
 	e->slots = 1 + planned_workers(st->queryDesc->plannedstmt, NULL);
 	e->seq = mccdb_adm->next_seq++;
 	e->since_us = now_us;
@@ -808,6 +813,7 @@ wait_for_admission(MccdbStatement *st)
 	int			nlock_waiters = 0;
 	bool		admitted = false;
 	int			domain = -1;
+	int64		memory_kb;
 
 	mccdb_gate_exit_callback();
 	mccdb_policy_prepare();
@@ -822,9 +828,18 @@ wait_for_admission(MccdbStatement *st)
 		open_admitted++;
 	}
 
+	/* estimated before the lock is taken: a walk of the plan */
+	memory_kb = (int64) ceil(mccdb_statement_work_memory(st) / 1024.0);
 	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
-	e = enqueue_locked(st, enqueued_us);
+	e = enqueue_locked(st, memory_kb, enqueued_us);
 	LWLockRelease(mccdb_adm->lock);
+	if (!st->admission.gated && mccdb_memory_budget_kb > 0 &&
+		memory_kb > mccdb_memory_budget_kb)
+		ereport(NOTICE,
+				(errmsg("statement's estimated working memory %s is over mccdb.memory_budget %s: it runs when no other statement holds working memory",
+						mccdb_format_bytes(memory_kb * 1024.0),
+						mccdb_format_bytes(mccdb_memory_budget_kb * 1024.0)),
+				 errhint("Lower work_mem for it, or raise mccdb.memory_budget.")));
 
 	PG_TRY();
 	{

@@ -6,8 +6,8 @@
  *		reads the layers below and nothing calls it.
  *
  * What a role may see (as pg_stat_activity and pg_stat_statements decide):
- * every row of mccdb_queue, but the hash table size and predicted run time
- * of another role's statement only with pg_read_all_stats or that role's
+ * every row of mccdb_queue, but the hash table size, working memory and
+ * predicted run time of another role's statement only with pg_read_all_stats or that role's
  * privileges.  A hold belongs to the session that took it: another session
  * may end it only with the privileges of the holder's role.
  *
@@ -56,8 +56,8 @@ mccdb_queue(PG_FUNCTION_ARGS)
 
 	mccdb_admission_require_shmem();
 	InitMaterializedSRF(fcinfo, 0);
-	/* 1.0 had the first 9 columns, 1.1 the first 10, 1.2 11: the library may be newer */
-	mccdb_require_columns(rsinfo->setDesc, 9, 13);
+	/* 1.0 had the first 9 columns, 1.1 the first 10, 1.2 11, 1.3 13: the library may be newer */
+	mccdb_require_columns(rsinfo->setDesc, 9, 14);
 	copy = palloc(sizeof(AdmissionEntry) * mccdb_adm->nentries);
 	LWLockAcquire(mccdb_adm->lock, LW_SHARED);
 	for (i = 0; i < mccdb_adm->nentries; i++)
@@ -69,8 +69,8 @@ mccdb_queue(PG_FUNCTION_ARGS)
 	{
 		AdmissionEntry *e = &copy[i];
 		bool		visible = all_visible || has_privs_of_role(GetUserId(), e->userid);
-		Datum		values[13];
-		bool		nulls[13] = {0};
+		Datum		values[14];
+		bool		nulls[14] = {0};
 
 		values[0] = Int32GetDatum(e->pid);
 		values[1] = CStringGetTextDatum(entry_state_name(e->state));
@@ -88,6 +88,8 @@ mccdb_queue(PG_FUNCTION_ARGS)
 		nulls[10] = e->state == ENTRY_WAITING;
 		values[11] = ObjectIdGetDatum(e->userid);
 		values[12] = ObjectIdGetDatum(e->dbid);
+		values[13] = Int64GetDatum(e->memory_kb * 1024);
+		nulls[13] = !visible;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -109,21 +111,22 @@ domain_use(int *slots, int *used, int ndomains)
 }
 
 /*
- * One row: policy, slots, use, hold, counters.  1.0 defined the first 7
- * columns, 1.1 to 1.3 the first 10: the tuple takes as many as the
- * definition has.
+ * One row: policy, slots, use, hold, counters, memory.  1.0 defined the
+ * first 7 columns, 1.1 to 1.3 the first 10, 1.4 14: the tuple takes as
+ * many as the definition has.
  */
 Datum
 mccdb_scheduler(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[14];
-	bool		nulls[14] = {0};
+	Datum		values[17];
+	bool		nulls[17] = {0};
+	int64		memory_kb = 0;
 
 	mccdb_admission_require_shmem();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	mccdb_require_columns(tupdesc, 7, 14);
+	mccdb_require_columns(tupdesc, 7, 17);
 	LWLockAcquire(mccdb_adm->lock, LW_SHARED);
 	values[0] = CStringGetTextDatum(mccdb_schedule_name(mccdb_schedule));
 	values[1] = Int32GetDatum(mccdb_total_slots());
@@ -140,6 +143,14 @@ mccdb_scheduler(PG_FUNCTION_ARGS)
 	values[11] = Int32GetDatum(mccdb_adm->counts.lock_used);
 	values[12] = Int64GetDatum(mccdb_adm->repaired_total);
 	values[13] = Int64GetDatum(mccdb_adm->timed_out_total);
+	for (int i = 0; i < mccdb_adm->nentries; i++)
+		if (mccdb_adm->entries[i].state == ENTRY_RUNNING ||
+			mccdb_adm->entries[i].state == ENTRY_LENT)
+			memory_kb += mccdb_adm->entries[i].memory_kb;
+	values[14] = Int64GetDatum((int64) mccdb_memory_budget_kb * 1024);
+	nulls[14] = mccdb_memory_budget_kb <= 0;
+	values[15] = Int64GetDatum(memory_kb * 1024);
+	values[16] = Int64GetDatum(mccdb_adm->alone_total);
 	LWLockRelease(mccdb_adm->lock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -47,6 +47,7 @@ int			mccdb_log_min_wait_ms = -1;
 bool		mccdb_placement = true;
 int			mccdb_short_query_ms = 250;
 int			mccdb_queue_timeout_ms = 0;
+int			mccdb_memory_budget_kb = 0;
 static double legacy_min_cost = -1.0;
 
 static const struct config_enum_entry schedule_options[] = {
@@ -186,6 +187,14 @@ mccdb_admission_init(void)
 							&mccdb_queue_timeout_ms,
 							0, 0, INT_MAX,
 							PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("mccdb.memory_budget",
+							"The gate admits a statement only while the admitted statements' estimated working memory stays within this.",
+							"0 admits by slots alone. A statement estimated at more than the budget runs with no other statement that needs working memory.",
+							&mccdb_memory_budget_kb,
+							0, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_KB,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("mccdb.log_min_wait",

@@ -72,6 +72,7 @@ typedef struct AdmissionEntry
 	EntryLane	lane;			/* what its slots count against, once admitted */
 	int			cls;			/* MccdbLocalityClass */
 	double		bytes;
+	int64		memory_kb;		/* working memory estimate (work_memory.h), kB */
 	int64		seq;			/* arrival order */
 	int64		admit_seq;
 	int64		since_us;		/* enqueued, then admitted (monotonic) */
@@ -135,6 +136,7 @@ typedef struct AdmissionShared
 	SlotCounts	counts;			/* of the running entries */
 	int64		repaired_total; /* slot counts found wrong and recounted */
 	int64		timed_out_total;	/* statements failed by mccdb.queue_timeout */
+	int64		alone_total;	/* admitted alone: their memory over mccdb.memory_budget */
 	int64		next_seq;
 	int64		next_admit_seq;
 	int64		admitted_total;
@@ -179,6 +181,7 @@ extern int	mccdb_log_min_wait_ms;
 extern bool mccdb_placement;
 extern int	mccdb_short_query_ms;
 extern int	mccdb_queue_timeout_ms;
+extern int	mccdb_memory_budget_kb;
 
 /* A clock all backends share that never steps: microseconds. */
 extern int64 mccdb_monotonic_us(void);

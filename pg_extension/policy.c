@@ -120,6 +120,34 @@ mccdb_place_locked(AdmissionEntry *e, bool must)
 	return d;
 }
 
+/*
+ * The working memory the admitted statements hold (mccdb.memory_budget):
+ * the running ones', and the lent ones' (a cursor between fetches and a
+ * stalled client keep their hash tables).
+ */
+typedef struct MemoryInUse
+{
+	int64		running_kb;
+	int64		lent_kb;
+} MemoryInUse;
+
+/*
+ * Does e fit in the budget beside the admitted statements?  A statement
+ * that needs none always does; one over the budget fits when no admitted
+ * statement holds any (it runs alone).  A waiter past mccdb.max_wait
+ * (starving) needs room beside the running statements only: a lent
+ * statement's memory is held at its client's pace, and the gate never
+ * waits on a client.
+ */
+static bool
+fits_memory(const AdmissionEntry *e, const MemoryInUse *use, bool starving)
+{
+	int64		used = use->running_kb + (starving ? 0 : use->lent_kb);
+
+	return mccdb_memory_budget_kb <= 0 || e->memory_kb == 0 || used == 0 ||
+		used + e->memory_kb <= mccdb_memory_budget_kb;
+}
+
 /* Predicted slowdown (sum of factors - 1) of a candidate joining the running set. */
 static double
 predicted_slowdown(int cls)
@@ -184,7 +212,7 @@ mccdb_policy_prepare(void)
  * own role's learned matrix; caller holds the lock.
  */
 static AdmissionEntry *
-pick_predictive(int slots, int64 now_us)
+pick_predictive(int slots, int64 now_us, const MemoryInUse *use)
 {
 	double		since_change_ms = (double) (now_us - mccdb_adm->last_change_us) / 1000.0;
 	int			nw = 0,
@@ -199,6 +227,8 @@ pick_predictive(int slots, int64 now_us)
 
 		if (e->state == ENTRY_WAITING)
 		{
+			if (!fits_memory(e, use, false))
+				continue;
 			scratch_waiters[nw] = e;
 			mccdb_role_matrix(e->userid, scratch_matrices[nw]);
 			scratch_waiting[nw] = (ModelQuery) {e->cls, e->predicted, (long) e->seq,
@@ -235,10 +265,11 @@ pick_predictive(int slots, int64 now_us)
  * (work-conserving: a wide parallel query that does not fit yet does not
  * keep the slots idle; mccdb.max_wait bounds its wait).  So a long query
  * waits at most about its own predicted run time, then for the queries
- * running when it fell due to free a slot.
+ * running when it fell due to free a slot.  A waiter that does not fit in
+ * the memory budget is not picked either (mccdb.max_wait bounds its wait).
  */
 static AdmissionEntry *
-pick_shortest(int64 now_us, bool *at_once)
+pick_shortest(int64 now_us, const MemoryInUse *use, bool *at_once)
 {
 	AdmissionEntry *best = NULL;
 	AdmissionEntry *oldest_short = NULL;
@@ -259,7 +290,7 @@ pick_shortest(int64 now_us, bool *at_once)
 		bool		is_short,
 					due;
 
-		if (e->state != ENTRY_WAITING)
+		if (e->state != ENTRY_WAITING || !fits_memory(e, use, false))
 			continue;
 		waited = (double) (now_us - e->since_us) / 1e6;
 		predicted = Max(e->predicted, 1e-3);
@@ -290,7 +321,10 @@ pick_shortest(int64 now_us, bool *at_once)
 
 /*
  * The waiting entry to admit now, or NULL.  Deterministic in the shared
- * state, so every waiter agrees; caller holds the lock.
+ * state, so every waiter agrees; caller holds the lock.  Only a waiter that
+ * fits in the memory budget is picked; the oldest waiter past
+ * mccdb.max_wait goes first, and while it does not fit nobody goes, so
+ * that the running statements drain and it never starves.
  */
 AdmissionEntry *
 mccdb_pick_next(int64 now_us, EntryLane *lane)
@@ -301,6 +335,7 @@ mccdb_pick_next(int64 now_us, EntryLane *lane)
 	AdmissionEntry *starving = NULL;
 	AdmissionEntry *choice = NULL;
 	MccdbSchedule policy = (MccdbSchedule) mccdb_schedule;
+	MemoryInUse use = {0, 0};
 	int			i;
 
 	*lane = LANE_SLOTS;
@@ -310,32 +345,47 @@ mccdb_pick_next(int64 now_us, EntryLane *lane)
 		AdmissionEntry *e = &mccdb_adm->entries[i];
 		int			q;
 
+		if (e->state == ENTRY_LENT)
+			use.lent_kb += e->memory_kb;
 		if (e->state == ENTRY_FREE || e->state == ENTRY_LENT)
 			continue;
 		q = MCCDB_QUEUE_OF(e->cls);
 		if (e->state == ENTRY_RUNNING)
 		{
 			running[q]++;
+			use.running_kb += e->memory_kb;
 			continue;
 		}
-		if (better_in_queue(e, best[q]))
-			best[q] = e;
 		if (now_us - e->since_us >= (int64) mccdb_max_wait_ms * 1000 &&
 			(starving == NULL || e->seq < starving->seq))
 			starving = e;
 	}
+	/* the best of each queue among the waiters that fit, once use is known */
+	for (i = 0; i < mccdb_adm->nentries; i++)
+	{
+		AdmissionEntry *e = &mccdb_adm->entries[i];
+		int			q = MCCDB_QUEUE_OF(e->cls);
+
+		if (e->state == ENTRY_WAITING && fits_memory(e, &use, false) &&
+			better_in_queue(e, best[q]))
+			best[q] = e;
+	}
 
 	if (starving)
+	{
+		if (!fits_memory(starving, &use, true))
+			return NULL;
 		choice = starving;
+	}
 	else if (mccdb_adm->held_by != 0)
 		return NULL;
 	else if (policy == MCCDB_SCHEDULE_PREDICTIVE)
-		choice = pick_predictive(slots, now_us);
+		choice = pick_predictive(slots, now_us, &use);
 	else if (policy == MCCDB_SCHEDULE_SHORTEST)
 	{
 		bool		at_once = false;
 
-		choice = pick_shortest(now_us, &at_once);
+		choice = pick_shortest(now_us, &use, &at_once);
 		/* a short query runs beside the others, in the short lane */
 		if (at_once)
 		{

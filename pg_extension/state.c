@@ -14,6 +14,7 @@
 #include "tcop/pquery.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "work_memory.h"
 
 bool		mccdb_preloaded = false;
 
@@ -231,4 +232,17 @@ mccdb_statement_locality(MccdbStatement *st)
 		st->have_locality = true;
 	}
 	return &st->locality;
+}
+
+/* The plan's working memory (work_memory.c), estimated the first time anyone asks. */
+double
+mccdb_statement_work_memory(MccdbStatement *st)
+{
+	if (!st->have_work_memory)
+	{
+		st->work_memory = mccdb_work_memory_bytes(st->queryDesc->plannedstmt,
+												  mccdb_statement_locality(st));
+		st->have_work_memory = true;
+	}
+	return st->work_memory;
 }

@@ -54,6 +54,8 @@ typedef struct MccdbStatement
 								 * settings whose server cost was forgotten */
 	bool		have_locality;
 	MccdbLocality locality;		/* estimated once, by mccdb_statement_locality() */
+	bool		have_work_memory;
+	double		work_memory;	/* bytes, once, by mccdb_statement_work_memory() */
 	const struct MccdbPlanChoice *plan_choice;	/* candidates, if the planner chose */
 	MccdbAdmission admission;
 	bool		counting;		/* hardware counters were started */
@@ -92,5 +94,6 @@ extern MccdbStatement *mccdb_statement_find_plan(const PlannedStmt *plan);
 extern bool mccdb_estimate_guarded(void (*fn) (void *arg), void *arg);
 extern void mccdb_statement_end(MccdbStatement *st);
 extern MccdbLocality *mccdb_statement_locality(MccdbStatement *st);
+extern double mccdb_statement_work_memory(MccdbStatement *st);
 
 #endif							/* MCCDB_STATE_H */

@@ -235,6 +235,12 @@ def cluster_command(cmd, *args, dbname=None, timeout=60.0):
     if name is None:
         raise RuntimeError("this needs a project cluster (eval \"$(scripts/pg-cluster.sh env NAME)\")")
     subprocess.run([str(CLUSTER_SCRIPT), cmd, name, *args], check=True, stdout=subprocess.DEVNULL)
+    wait_until_up(dbname, timeout)
+
+
+def wait_until_up(dbname=None, timeout=60.0):
+    """Wait until the server takes connections (after a restart, or the
+    recovery after a backend's crash)."""
     deadline = time.time() + timeout
     while True:
         try:

@@ -18,7 +18,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 DB = "ssb"
 # every setting a test may change with configure(); the fixture resets them
-GATE_SETTINGS = ("schedule", "corun_slots", "max_wait", "min_cost", "client_stall", "short_query")
+GATE_SETTINGS = ("schedule", "corun_slots", "max_wait", "min_cost", "client_stall", "short_query",
+                 "memory_budget")
 
 
 def cluster(cmd):

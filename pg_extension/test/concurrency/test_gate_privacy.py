@@ -95,7 +95,7 @@ def test_another_roles_queue_entry_hides_sizes_and_predictions(ctl, roles):
             threads.append(t)
         wait_until(ctl, "select count(*) from mccdb_queue where state = 'waiting'", 2, timeout=10)
         alice_pid, bob_pid = (s.info.backend_pid for s in sessions)
-        cols = "hash_table_bytes, predicted_s from mccdb_queue where pid = %s"
+        cols = "hash_table_bytes, predicted_s, working_memory_bytes from mccdb_queue where pid = %s"
         # the superuser sees what each statement is
         assert None not in ctl.execute("select " + cols, (alice_pid,)).fetchone()
         with connect_as(BOB) as b:
@@ -103,7 +103,7 @@ def test_another_roles_queue_entry_hides_sizes_and_predictions(ctl, roles):
             own = b.execute("select " + cols, (bob_pid,)).fetchone()
             other = b.execute("select " + cols, (alice_pid,)).fetchone()
         assert None not in own, f"a role sees its own statement: {own}"
-        assert other == (None, None), f"a plain role saw another role's statement: {other}"
+        assert other == (None, None, None), f"a plain role saw another role's statement: {other}"
         with connect_as(READER) as r:
             assert None not in r.execute("select " + cols, (alice_pid,)).fetchone()
     finally:
