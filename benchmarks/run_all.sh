@@ -114,5 +114,5 @@ bench workload --db ssb --mix adhoc --mode closed --clients 6 --per-client 10 --
 bench workload --db ssb --mix adhoc --mode open --load 0.8 --clients 6 --per-client 10 --arrivals 60 --seconds 600 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3
 # (issue 50) admission by memory: six big hash joins at once in a memory
 # cgroup (root or passwordless sudo), with and without mccdb.memory_budget
-bench memory_budget --db ssb --reps 3
+bench memory_budget --reps 5
 bench fig5_table2 --db plq

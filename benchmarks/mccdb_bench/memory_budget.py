@@ -1,15 +1,18 @@
 """Admission by memory (issue 50): big hash joins in a memory cgroup, with and without mccdb.memory_budget.
 
 The project cluster of the libpq environment is restarted into each
-configuration (--configs), its postmaster moved into a memory cgroup
-(harness.cgroup: v1 here, v2 elsewhere), the table read once so that the
-buffers it needs are charged to the cgroup, and the cgroup's limit set to
-what it then uses plus --headroom.  Then --queries sessions each run one
-hash join of the table with itself, all at once, with work_mem raised
-(--work-mem) so that every hash table is built in memory, and together
-they need more than the headroom:
+configuration (--configs) and the table read once (its buffers shared by
+every configuration alike).  Then --queries sessions connect, their
+backends are moved into a memory cgroup limited to --headroom
+(harness.cgroup: v1 here, v2 elsewhere; the postmaster stays outside, as a
+DBA protects it from the OOM killer), and each runs one hash join of the
+table with itself, all at once, with work_mem raised (--work-mem) so that
+every hash table is built in memory, and together they need more than the
+headroom:
 
   stock          mccdb not in shared_preload_libraries
+  stock-unlimited  the same in a cgroup without a limit: the time stock
+                 needs when it survives
   mccdb-slots    mccdb preloaded, mccdb.schedule = shortest,
                  mccdb.corun_slots = --queries: the gate admits every one
                  at once (slots hold none back), no memory budget
@@ -22,8 +25,9 @@ kills in the cgroup, the cgroup's peak use, temporary files written
 time from the first query's start to the last one's end.  Configurations
 interleaved in a seeded random order in each of --reps repetitions.
 
-Needs root or passwordless sudo (the cgroup) and a project cluster on this
-host.  Smoke run (--no-guard: not a result):
+--db (default memory_budget) is made, with mccdb and the table in it, when
+it is not there.  Needs root or passwordless sudo (the cgroup) and a
+project cluster on this host.  Smoke run (--no-guard: not a result):
 
     eval "$(scripts/pg-cluster.sh env NAME)"
     .venv/bin/python -m mccdb_bench.memory_budget --no-guard --outdir /tmp/x --rows 200000 \\
@@ -44,7 +48,7 @@ from .harness.cli import parser, run, say_fn, start_guard
 
 TABLE = "mem_budget_fact"
 QUERY = f"select sum(length(b.pad)) from {TABLE} a join {TABLE} b on a.id = b.id"
-CONFIGS = ("stock", "mccdb-slots", "mccdb-budget")
+CONFIGS = ("stock", "stock-unlimited", "mccdb-slots", "mccdb-budget")
 CGROUP = "mccdb-memory-budget"
 UNITS = {"kB": 1024, "MB": 1024 ** 2, "GB": 1024 ** 3}
 
@@ -57,7 +61,14 @@ def parse_size(text):
 
 
 def ensure_table(db, rows, say):
+    """The database (made if it is not there, with mccdb in it) and its table."""
+    with pg.connect("postgres", base=False) as c:
+        if not c.execute("select 1 from pg_database where datname = %s", (db,)).fetchone():
+            say(f"creating database {db}")
+            c.execute(f'create database "{db}"')
     with pg.connect(db, base=False) as c:
+        c.execute("create extension if not exists mccdb")
+        c.execute("alter extension mccdb update")
         have = c.execute("select count(*) from pg_class where relname = %s", (TABLE,)).fetchone()[0]
         if have and c.execute(f"select count(*) from {TABLE}").fetchone()[0] == rows:
             return
@@ -70,7 +81,7 @@ def ensure_table(db, rows, say):
 
 def apply_config(name, n, budget, db):
     """Restart the cluster into the configuration."""
-    if name == "stock":
+    if name.startswith("stock"):
         pg.set_preload(False, db)
         return
     pg.set_preload(True, db)
@@ -82,13 +93,6 @@ def apply_config(name, n, budget, db):
 def restore_server(db):
     pg.set_preload(True, db)
     pg.restart_with({"mccdb.schedule": None, "mccdb.corun_slots": None, "mccdb.memory_budget": None}, db)
-
-
-def postmaster_pid(db):
-    with pg.connect(db, base=False) as c:
-        data = c.execute("show data_directory").fetchone()[0]
-    with open(os.path.join(data, "postmaster.pid")) as f:
-        return int(f.readline())
 
 
 def temp_files(db):
@@ -111,11 +115,14 @@ def plan_memory(db, work_mem):
     return est, peak_kb(plan) * 1024
 
 
-def one_run(db, n, work_mem):
-    """n sessions each run QUERY at once; per query (ok, sqlstate, message,
-    start, end): sqlstate None for a connection lost without one."""
+def one_run(db, n, work_mem, cgroup):
+    """n sessions, their backends in cgroup, each run QUERY at once; per
+    query (ok, sqlstate, message, start, end): sqlstate None for a
+    connection lost without one."""
     results = [None] * n
     conns = [pg.connect(db, settings=[f"set work_mem = '{work_mem}'"]) for _ in range(n)]
+    for c in conns:
+        cgroup.add(c.info.backend_pid)
     start = threading.Barrier(n)
 
     def work(i):
@@ -158,19 +165,19 @@ def main(argv=None):
     if unknown:
         raise SystemExit(f"--configs: unknown {sorted(unknown)}; known: {', '.join(CONFIGS)}")
     headroom, budget = parse_size(a.headroom), parse_size(a.budget)
-    db = a.db or os.environ.get("PGDATABASE") or "postgres"
+    db = a.db or "memory_budget"
     say = say_fn(a.quiet)
     if not os.environ.get("PGHOST", "").startswith("/"):
         raise SystemExit('this restarts a project cluster: eval "$(scripts/pg-cluster.sh env NAME)" first')
 
-    pg.set_preload(True, db)
+    pg.set_preload(True, "postgres")
     ensure_table(db, a.rows, say)
     est, actual = plan_memory(db, a.work_mem)
     srv = pg.server_info(db)
     res = report.Result(a.name, "Admission by memory: big hash joins in a memory cgroup", srv,
                         f"{a.rows} rows joined with themselves, {a.queries} at once", a.outdir)
-    guard = res.guard = start_guard(a, say, own_load=min(a.queries, os.cpu_count() or 1))
-    cg = MemoryCgroup(CGROUP, -1)
+    guard = res.guard = start_guard(a, say, own_load=a.queries)
+    cg = MemoryCgroup(CGROUP, headroom)
     runs = []
     rng = random.Random(a.seed)
     try:
@@ -180,19 +187,15 @@ def main(argv=None):
             for name in order:
                 say(f"rep {rep + 1}/{a.reps}: {name}")
                 apply_config(name, a.queries, budget, db)
-                cg.limit = -1
-                cg.create()
-                cg.add(postmaster_pid(db))
                 with pg.connect(db) as c:
-                    c.execute(f"select count(*) from {TABLE}")   # its buffers, charged here
-                base = int((cg.path / ("memory.usage_in_bytes" if cg.v1 else "memory.current")).read_text())
-                cg.limit = base + headroom
+                    c.execute(f"select count(*) from {TABLE}")   # into shared buffers, outside the cgroup
+                cg.limit = -1 if name == "stock-unlimited" else headroom
                 cg.create()
                 cg.reset_peak()
                 kills0, temp0 = cg.oom_kills(), temp_files(db)
                 with guard.measuring(f"{name} rep {rep + 1}"):
                     load_before = report.loadavg()
-                    got = one_run(db, a.queries, a.work_mem)
+                    got = one_run(db, a.queries, a.work_mem, cg)
                 pg.wait_until_up(db, timeout=120.0)
                 ok = [r for r in got if r[0]]
                 failed = [r for r in got if not r[0]]
@@ -200,8 +203,7 @@ def main(argv=None):
                 # a backend killed: the others get 57P02 (crash of another process) or lose the connection
                 crashed = kills > 0 or any(r[1] in (None, "57P02") for r in failed)
                 run_row = {"rep": rep + 1, "config": name, "completed": len(ok), "failed": len(failed),
-                           "oom_kills": kills, "crashed": crashed, "peak": cg.peak(), "base": base,
-                           "limit": cg.limit,
+                           "oom_kills": kills, "crashed": crashed, "peak": cg.peak(), "limit": cg.limit,
                            "temp_files": None if crashed else temp_files(db) - temp0,
                            "wall": max(r[4] for r in got) - min(r[3] for r in got),
                            "errors": sorted({r[2] for r in failed}), "load_before": load_before}
@@ -220,11 +222,11 @@ def main(argv=None):
 
 def write_page(res, a, cfgs, runs, est, actual, headroom, budget):
     res.add(f"{a.queries} sessions each run `{QUERY}` at once, with `work_mem = {a.work_mem}` (and "
-            f"`hash_mem_multiplier` at its default), parallel workers off. The server's postmaster is moved "
-            f"into a memory cgroup after each restart (the backends it forks are in it too), the table is read "
-            f"once, and the limit is set to the cgroup's use then plus {a.headroom}: no swap in it, so over the "
-            f"limit the kernel's OOM killer takes a process of the cgroup (a backend: the postmaster then "
-            f"ends every session and recovers). `mccdb-budget` sets `mccdb.memory_budget = {a.budget}`; both "
+            f"`hash_mem_multiplier` at its default), parallel workers off. After each restart the table is read "
+            f"once (into shared buffers, outside the cgroup); the sessions' backends are then moved into a memory "
+            f"cgroup limited to {a.headroom}, the postmaster staying outside (as a DBA keeps it from the OOM "
+            f"killer). No swap in it: over the limit the kernel's OOM killer takes one of the backends, and the "
+            f"postmaster then ends every session and recovers. `mccdb-budget` sets `mccdb.memory_budget = {a.budget}`; both "
             f"mccdb configurations run `mccdb.schedule = shortest` with `mccdb.corun_slots = {a.queries}`, so "
             f"that slots hold no query back. {a.reps} repetitions, configurations in a seeded random order "
             f"(seed {a.seed}).\n")
@@ -248,10 +250,10 @@ def write_page(res, a, cfgs, runs, est, actual, headroom, budget):
                "wall s, runs without a crash: median (min-max)", "wall s, all runs",
                "cgroup peak (median)", "temp files per run"], rows)
     res.add("Every run:\n")
-    res.table(["rep", "configuration", "completed", "failed", "OOM kills", "wall s", "cgroup use after warm-up",
+    res.table(["rep", "configuration", "completed", "failed", "OOM kills", "wall s",
                "limit", "peak", "temp files", "admitted alone (counter)", "errors", "load before"],
               [[r["rep"], r["config"], r["completed"], r["failed"], r["oom_kills"], f"{r['wall']:.1f}",
-                report.fmt_bytes(r["base"]), report.fmt_bytes(r["limit"]),
+                report.fmt_bytes(r["limit"]) if r["limit"] >= 0 else "none",
                 report.fmt_bytes(r["peak"] or 0), r["temp_files"] if r["temp_files"] is not None else "?",
                 r.get("alone", "-"), "; ".join(r["errors"])[:160] or "-", r["load_before"]] for r in runs])
 

@@ -35,6 +35,7 @@ def _keyed(path):
 
 class MemoryCgroup:
     def __init__(self, name, limit_bytes):
+        """limit_bytes: -1 for none."""
         self.v1 = (ROOT / "memory" / "memory.limit_in_bytes").exists()
         self.path = (ROOT / "memory" / name) if self.v1 else (ROOT / name)
         self.limit = limit_bytes
@@ -51,7 +52,7 @@ class MemoryCgroup:
             _write(self.path / "memory.limit_in_bytes", self.limit)
             _write(self.path / "memory.swappiness", 0)
         else:
-            _write(self.path / "memory.max", self.limit)
+            _write(self.path / "memory.max", self.limit if self.limit >= 0 else "max")
             _write(self.path / "memory.swap.max", 0)
         return self
 
