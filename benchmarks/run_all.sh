@@ -41,11 +41,11 @@ oltp_cost_pages() {
 	bench oltp_cost --db pgbench --scale 10 --configs stock,all-off,queryid,defaults --scripts tpcb-like --modes simple --clients 1,16 --seconds 10 --warmup 2 --reps 4 --name oltp-cost-queryid
 	bench oltp_cost --db pgbench --scale 10 --configs stock,all-off,defaults,defaults-shortest --seconds 15 --warmup 3 --reps 8 --name oltp-cost-targets
 	bench oltp_cost --db pgbench --scale 10 --scripts select-only,tpcb-like --clients 4 --seconds 15 --warmup 3 --reps 8 --name oltp-cost-features
-	oltp_cost_pg18
+	on_pg18 oltp_cost_pg18
 }
-# The quick look on PostgreSQL 18, in a cluster of its own beside bench
-# (stopped meanwhile: one server measured at a time).
-oltp_cost_pg18() {
+# on_pg18 FUNCTION: FUNCTION's bench lines on PostgreSQL 18, in a cluster of
+# its own beside bench (stopped meanwhile: one server measured at a time).
+on_pg18() {
 	scripts/pg-cluster.sh stop bench
 	(
 		export MCCDB_PG_MAJOR=18
@@ -55,9 +55,15 @@ oltp_cost_pg18() {
 		start_bench "$((PORT + 1))"
 		trap 'scripts/pg-cluster.sh stop bench' EXIT
 		eval "$(scripts/pg-cluster.sh env bench)"
-		bench oltp_cost --db pgbench --scale 10 --configs stock,all-off,defaults,defaults-shortest --scripts select-only,tpcb-like --clients 1,16 --seconds 10 --warmup 2 --reps 3 --name oltp-cost-quick-pg18
+		"$1"
 	)
 	start_bench "$PORT"
+}
+oltp_cost_pg18() {
+	bench oltp_cost --db pgbench --scale 10 --configs stock,all-off,defaults,defaults-shortest --scripts select-only,tpcb-like --clients 1,16 --seconds 10 --warmup 2 --reps 3 --name oltp-cost-quick-pg18
+}
+memory_budget_pg18() {
+	bench memory_budget --reps 5 --name memory-budget-pg18
 }
 if [ "${1:-}" = oltp ]; then
 	oltp_cost_pages
@@ -115,4 +121,5 @@ bench workload --db ssb --mix adhoc --mode open --load 0.8 --clients 6 --per-cli
 # (issue 50) admission by memory: six big hash joins at once in a memory
 # cgroup (root or passwordless sudo), with and without mccdb.memory_budget
 bench memory_budget --reps 5
+on_pg18 memory_budget_pg18
 bench fig5_table2 --db plq

@@ -622,7 +622,7 @@ gate_may_apply(QueryDesc *queryDesc)
 static bool
 costs_enough(bool cost_known, Cost cost)
 {
-	return !cost_known || cost >= mccdb_schedule_min_cost_value();
+	return mccdb_server_cost_reaches(cost_known, cost, mccdb_schedule_min_cost_value());
 }
 
 bool
@@ -794,14 +794,34 @@ queue_timed_out(const AdmissionEntry *e, int64 waited_us)
 			 errdetail("mccdb.schedule = %s, %d slots, %d statements waiting; this one's locality %s.",
 					   mccdb_schedule_name(mccdb_schedule), mccdb_total_slots(), waiting,
 					   mccdb_locality_class_name(e->cls)),
-			 errhint("Retry it later, or raise mccdb.queue_timeout for its role (ALTER ROLE ... SET mccdb.queue_timeout).")));
+			 errhint("Retry it later, or for its role raise mccdb.queue_timeout or set mccdb.queue_timeout_action = run (ALTER ROLE ... SET).")));
+}
+
+/*
+ * A waiter has waited mccdb.queue_timeout, and its role's
+ * mccdb.queue_timeout_action is run: it leaves the queue and runs without
+ * the gate, as it would with the gate off.  Logged and counted.  Not under
+ * the lock.
+ */
+static void
+queue_timed_out_runs(const AdmissionEntry *e, int64 waited_us)
+{
+	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
+	mccdb_adm->timed_out_run_total++;
+	LWLockRelease(mccdb_adm->lock);
+	ereport(LOG,
+			(errmsg("mccdb: process %d waited %.0f ms for admission, longer than mccdb.queue_timeout: it runs without the gate",
+					MyProcPid, waited_us / 1000.0),
+			 errdetail("mccdb.queue_timeout_action = run; mccdb.schedule = %s, locality %s.",
+					   mccdb_schedule_name(mccdb_schedule), mccdb_locality_class_name(e->cls))));
 }
 
 /*
  * Enqueue, and sleep until mccdb_pick_next() names this backend, or a
  * query running in the gate waits for one of its locks.  Returns false
  * when the gate no longer applies (mccdb.schedule was set to off while it
- * waited): the statement then runs ungated.
+ * waited, or mccdb.queue_timeout passed with mccdb.queue_timeout_action =
+ * run): the statement then runs ungated.
  */
 static bool
 wait_for_admission(MccdbStatement *st)
@@ -861,7 +881,12 @@ wait_for_admission(MccdbStatement *st)
 			now_us = mccdb_monotonic_us();
 			if (mccdb_queue_timeout_ms > 0 &&
 				now_us - enqueued_us >= (int64) mccdb_queue_timeout_ms * 1000)
-				queue_timed_out(e, now_us - enqueued_us);
+			{
+				if (mccdb_queue_timeout_action == MCCDB_QUEUE_TIMEOUT_ERROR)
+					queue_timed_out(e, now_us - enqueued_us);
+				queue_timed_out_runs(e, now_us - enqueued_us);
+				break;
+			}
 			/* after deadlock_timeout, and then at most once per deadlock_timeout */
 			if (now_us >= next_lock_check_us)
 			{

@@ -112,21 +112,21 @@ domain_use(int *slots, int *used, int ndomains)
 
 /*
  * One row: policy, slots, use, hold, counters, memory.  1.0 defined the
- * first 7 columns, 1.1 to 1.3 the first 10, 1.4 14: the tuple takes as
- * many as the definition has.
+ * first 7 columns, 1.1 to 1.3 the first 10, 1.4 14, 1.5 18: the tuple
+ * takes as many as the definition has.
  */
 Datum
 mccdb_scheduler(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[17];
-	bool		nulls[17] = {0};
+	Datum		values[18];
+	bool		nulls[18] = {0};
 	int64		memory_kb = 0;
 
 	mccdb_admission_require_shmem();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	mccdb_require_columns(tupdesc, 7, 17);
+	mccdb_require_columns(tupdesc, 7, 18);
 	LWLockAcquire(mccdb_adm->lock, LW_SHARED);
 	values[0] = CStringGetTextDatum(mccdb_schedule_name(mccdb_schedule));
 	values[1] = Int32GetDatum(mccdb_total_slots());
@@ -151,6 +151,7 @@ mccdb_scheduler(PG_FUNCTION_ARGS)
 	nulls[14] = mccdb_memory_budget_kb <= 0;
 	values[15] = Int64GetDatum(memory_kb * 1024);
 	values[16] = Int64GetDatum(mccdb_adm->alone_total);
+	values[17] = Int64GetDatum(mccdb_adm->timed_out_run_total);
 	LWLockRelease(mccdb_adm->lock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -47,8 +47,15 @@ int			mccdb_log_min_wait_ms = -1;
 bool		mccdb_placement = true;
 int			mccdb_short_query_ms = 250;
 int			mccdb_queue_timeout_ms = 0;
+int			mccdb_queue_timeout_action = MCCDB_QUEUE_TIMEOUT_ERROR;
 int			mccdb_memory_budget_kb = 0;
 static double legacy_min_cost = -1.0;
+
+static const struct config_enum_entry queue_timeout_actions[] = {
+	{"error", MCCDB_QUEUE_TIMEOUT_ERROR, false},
+	{"run", MCCDB_QUEUE_TIMEOUT_RUN, false},
+	{NULL, 0, false}
+};
 
 static const struct config_enum_entry schedule_options[] = {
 	{"off", MCCDB_SCHEDULE_OFF, false},
@@ -188,6 +195,14 @@ mccdb_admission_init(void)
 							0, 0, INT_MAX,
 							PGC_SUSET, GUC_UNIT_MS,
 							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("mccdb.queue_timeout_action",
+							 "What a statement that has waited mccdb.queue_timeout does: error fails it, run runs it without the gate.",
+							 "Superuser-only: set it per role with ALTER ROLE ... SET, beside mccdb.queue_timeout.",
+							 &mccdb_queue_timeout_action,
+							 MCCDB_QUEUE_TIMEOUT_ERROR, queue_timeout_actions,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
 
 	DefineCustomIntVariable("mccdb.memory_budget",
 							"The gate admits a statement only while the admitted statements' estimated working memory stays within this.",

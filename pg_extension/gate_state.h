@@ -136,6 +136,7 @@ typedef struct AdmissionShared
 	SlotCounts	counts;			/* of the running entries */
 	int64		repaired_total; /* slot counts found wrong and recounted */
 	int64		timed_out_total;	/* statements failed by mccdb.queue_timeout */
+	int64		timed_out_run_total;	/* run without the gate after it */
 	int64		alone_total;	/* admitted alone: their memory over mccdb.memory_budget */
 	int64		next_seq;
 	int64		next_admit_seq;
@@ -181,6 +182,14 @@ extern int	mccdb_log_min_wait_ms;
 extern bool mccdb_placement;
 extern int	mccdb_short_query_ms;
 extern int	mccdb_queue_timeout_ms;
+
+/* What a statement that waited mccdb.queue_timeout does. */
+typedef enum MccdbQueueTimeoutAction
+{
+	MCCDB_QUEUE_TIMEOUT_ERROR,	/* fails, SQLSTATE 53400 */
+	MCCDB_QUEUE_TIMEOUT_RUN		/* leaves the queue and runs without the gate */
+} MccdbQueueTimeoutAction;
+extern int	mccdb_queue_timeout_action;
 extern int	mccdb_memory_budget_kb;
 
 /* A clock all backends share that never steps: microseconds. */

@@ -6,7 +6,8 @@
 -- mccdb.memory_budget: each statement's estimated working memory in the
 -- queue (another role's only to pg_read_all_stats and that role), the
 -- budget, the memory the admitted statements hold, and the statements
--- admitted alone because their estimate is over the budget.  The view is
+-- admitted alone because their estimate is over the budget; and the
+-- statements mccdb.queue_timeout_action = run let go without the gate.  The view is
 -- replaced, never dropped, so a DBA's grants on it survive; the new column
 -- comes last.  A function's OUT columns cannot be changed in place: it is
 -- made again.
@@ -53,10 +54,11 @@ CREATE FUNCTION mccdb_scheduler(
 	OUT timed_out bigint,
 	OUT memory_budget_bytes bigint,
 	OUT memory_in_use_bytes bigint,
-	OUT admitted_alone bigint)
+	OUT admitted_alone bigint,
+	OUT ran_after_queue_timeout bigint)
 RETURNS record
 AS 'MODULE_PATHNAME'
 LANGUAGE C STRICT VOLATILE;
 
 COMMENT ON FUNCTION mccdb_scheduler() IS
-'The gate: policy, slots and their use, the hold and who holds it, admissions (after max_wait, ahead of the policy for locks), slots lent by stalled clients, slots of the short queries run beside the slots and of the queries admitted for locks, slot counts found wrong and recounted, statements failed by mccdb.queue_timeout, mccdb.memory_budget, the estimated working memory the admitted statements hold, statements admitted alone because their estimate is over the budget';
+'The gate: policy, slots and their use, the hold and who holds it, admissions (after max_wait, ahead of the policy for locks), slots lent by stalled clients, slots of the short queries run beside the slots and of the queries admitted for locks, slot counts found wrong and recounted, statements failed by mccdb.queue_timeout, mccdb.memory_budget, the estimated working memory the admitted statements hold, statements admitted alone because their estimate is over the budget, statements run without the gate after mccdb.queue_timeout (mccdb.queue_timeout_action = run)';

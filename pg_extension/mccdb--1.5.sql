@@ -154,13 +154,14 @@ CREATE FUNCTION mccdb_scheduler(
 	OUT timed_out bigint,
 	OUT memory_budget_bytes bigint,
 	OUT memory_in_use_bytes bigint,
-	OUT admitted_alone bigint)
+	OUT admitted_alone bigint,
+	OUT ran_after_queue_timeout bigint)
 RETURNS record
 AS 'MODULE_PATHNAME'
 LANGUAGE C STRICT VOLATILE;
 
 COMMENT ON FUNCTION mccdb_scheduler() IS
-'The gate: policy, slots and their use, the hold and who holds it, admissions (after max_wait, ahead of the policy for locks), slots lent by stalled clients, slots of the short queries run beside the slots and of the queries admitted for locks, slot counts found wrong and recounted, statements failed by mccdb.queue_timeout, mccdb.memory_budget, the estimated working memory the admitted statements hold, statements admitted alone because their estimate is over the budget';
+'The gate: policy, slots and their use, the hold and who holds it, admissions (after max_wait, ahead of the policy for locks), slots lent by stalled clients, slots of the short queries run beside the slots and of the queries admitted for locks, slot counts found wrong and recounted, statements failed by mccdb.queue_timeout, mccdb.memory_budget, the estimated working memory the admitted statements hold, statements admitted alone because their estimate is over the budget, statements run without the gate after mccdb.queue_timeout (mccdb.queue_timeout_action = run)';
 
 CREATE FUNCTION mccdb_hold_admission(hold boolean)
 RETURNS void

@@ -430,7 +430,8 @@ mccdb_partition_init(void)
 static bool
 partition_wants_cost(bool cost_known, Cost cost)
 {
-	return backend != PARTITION_NONE && (!cost_known || cost >= partition_min_cost);
+	return backend != PARTITION_NONE &&
+		mccdb_server_cost_reaches(cost_known, cost, partition_min_cost);
 }
 
 bool

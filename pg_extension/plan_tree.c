@@ -24,27 +24,28 @@ bool
 mccdb_plan_children_walk(Plan *plan, bool (*walker) (Plan *child, void *context),
 						 void *context)
 {
+	List	   *plans = NIL;
+
 	switch (nodeTag(plan))
 	{
 		case T_Append:
-			if (walk_list(((Append *) plan)->appendplans, walker, context))
-				return true;
+			plans = ((Append *) plan)->appendplans;
 			break;
 		case T_MergeAppend:
-			if (walk_list(((MergeAppend *) plan)->mergeplans, walker, context))
-				return true;
+			plans = ((MergeAppend *) plan)->mergeplans;
+			break;
+		case T_CustomScan:
+			plans = ((CustomScan *) plan)->custom_plans;
 			break;
 		case T_SubqueryScan:
 			if (walker(((SubqueryScan *) plan)->subplan, context))
 				return true;
 			break;
-		case T_CustomScan:
-			if (walk_list(((CustomScan *) plan)->custom_plans, walker, context))
-				return true;
-			break;
 		default:
 			break;
 	}
+	if (walk_list(plans, walker, context))
+		return true;
 	if (outerPlan(plan) != NULL && walker(outerPlan(plan), context))
 		return true;
 	return innerPlan(plan) != NULL && walker(innerPlan(plan), context);

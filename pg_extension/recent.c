@@ -188,17 +188,12 @@ recent_tracks(bool top, int eflags)
 	return track == MCCDB_TRACK_ALL || (track == MCCDB_TRACK_TOP && top);
 }
 
-static bool
-costs_enough(bool cost_known, Cost cost)
-{
-	return !cost_known || cost >= track_min_cost;
-}
-
 bool
 mccdb_recent_wants(const MccdbStatement *st)
 {
 	return recent_tracks(st->top, st->queryDesc->estate->es_top_eflags) &&
-		(st->admission.gated || costs_enough(st->cost_known, st->real_cost));
+		(st->admission.gated ||
+		 mccdb_server_cost_reaches(st->cost_known, st->real_cost, track_min_cost));
 }
 
 bool
@@ -212,7 +207,7 @@ mccdb_recent_wants_statement(PlannedStmt *plan, bool top, int eflags)
 	if (track_min_cost <= 0)
 		return true;
 	cost_known = mccdb_server_cost(plan, &cost);
-	return costs_enough(cost_known, cost);
+	return mccdb_server_cost_reaches(cost_known, cost, track_min_cost);
 }
 
 /*

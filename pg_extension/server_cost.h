@@ -33,4 +33,14 @@ extern void mccdb_server_cost_init(void);
  */
 extern bool mccdb_server_cost(PlannedStmt *plan, Cost *cost);
 
+/*
+ * Does a plan of that server cost reach a threshold?  A cost not known
+ * does: a session must not slip under a threshold by pricing its own plan.
+ */
+static inline bool
+mccdb_server_cost_reaches(bool cost_known, Cost cost, double threshold)
+{
+	return !cost_known || cost >= threshold;
+}
+
 #endif							/* MCCDB_SERVER_COST_H */

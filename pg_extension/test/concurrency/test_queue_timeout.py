@@ -63,3 +63,26 @@ def test_without_a_timeout_the_statement_waits_and_runs(ctl, app_role):
             assert time.time() - t0 >= 2.0
     finally:
         ctl.execute("select mccdb_hold_admission(false)")
+
+
+def test_a_role_set_to_run_after_its_timeout_runs_without_the_gate(ctl, app_role):
+    configure(ctl, schedule="mls", corun_slots=1, max_wait="10min", min_cost=0)
+    ctl.execute(f"alter role {app_role} set mccdb.queue_timeout = '1s'")
+    ctl.execute(f"alter role {app_role} set mccdb.queue_timeout_action = 'run'")
+    before = ctl.execute("select timed_out, ran_after_queue_timeout from mccdb_scheduler()").fetchone()
+    ctl.execute("select mccdb_hold_admission(true)")
+    try:
+        with psycopg.connect(dbname=DB, user=app_role, autocommit=True) as c:
+            # the role cannot choose for itself
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                c.execute("set mccdb.queue_timeout_action = 'error'")
+            t0 = time.time()
+            # the gate is held and max_wait is far: only the action lets it run
+            assert c.execute(JOIN).fetchone()[0] == 20000
+            took = time.time() - t0
+            assert 1.0 <= took < 5.0, f"it ran after {took:.1f} s"
+            wait_until(ctl, "select count(*) from mccdb_queue", 0, timeout=5)
+    finally:
+        ctl.execute("select mccdb_hold_admission(false)")
+    after = ctl.execute("select timed_out, ran_after_queue_timeout from mccdb_scheduler()").fetchone()
+    assert after == (before[0], before[1] + 1), f"{before} -> {after}"
