@@ -108,15 +108,16 @@ bench workload --db ssb --mix bimodal --mode closed --clients 6 --per-client 10 
 bench workload --db ssb --mix short --mode closed --clients 6 --per-client 10 --parallel-workers 2 --configs stock,pgbouncer,off,mccdb:predictive,mccdb:shortest --reps 3
 bench workload --db ssb --mix long --mode open --load 0.95 --capacity 1381 --clients 6 --arrivals 30 --seconds 600 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3
 bench workload --db ssb --mix short --mode open --load 0.5,0.8 --capacity 13218 --clients 6 --arrivals 60 --seconds 600 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3 --name scheduler-vs-pooler-short-open-low
-bench workload --db ssb --mix bimodal --mode open --load 0.5,0.8,0.95 --capacity 13112 --clients 6 --arrivals 60 --seconds 600 --oltp-seconds 30 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3
+bench workload --db ssb --mix bimodal --mode open --load 0.5,0.8,0.95 --capacity 13112 --clients 6 --arrivals 60 --seconds 600 --oltp-seconds 30 --configs stock,pgbouncer,pgbouncer2,mccdb:predictive,mccdb:shortest --reps 3
 bench workload --db ssb --mix long --mode open --load 0.5,0.8 --capacity 1381 --clients 6 --arrivals 30 --seconds 600 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3 --name scheduler-vs-pooler-long-open-low
 bench workload --db ssb --mix bimodal --mode closed --clients 6 --per-client 10 --oltp-seconds 30 --parallel-workers 2 --configs stock,pgbouncer,pgbouncer2,mccdb:predictive,mccdb:shortest --reps 3 --name scheduler-vs-pooler-bimodal-closed-pw2
 bench workload --db ssb --mix long --mode closed --clients 6 --per-client 6 --parallel-workers 2 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3 --name scheduler-vs-pooler-long-closed-pw2
 # (issue 50) ad-hoc analytics: short and long from the same clients, OLTP beside
 # them.  The two-pool PgBouncer (pgbouncer2: OLTP and analytics in pools of
-# their own) stands beside pgbouncer in the closed bimodal (with and without
-# parallel workers) and ad-hoc lines; the open-loop lines with OLTP have not
-# been re-run with it yet (the short and long mixes have no OLTP to separate)
+# their own) stands beside pgbouncer in the bimodal lines (closed, closed
+# with parallel workers, open at 50/80/95%) and the closed ad-hoc line; the
+# ad-hoc open line has not been re-run with it yet (the short and long mixes
+# have no OLTP to separate)
 bench workload --db ssb --mix adhoc --mode closed --clients 6 --per-client 10 --oltp-seconds 60 --configs stock,pgbouncer,pgbouncer2,mccdb:predictive,mccdb:shortest --reps 3
 bench workload --db ssb --mix adhoc --mode closed --clients 6 --per-client 10 --oltp-seconds 60 --parallel-workers 2 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3 --name scheduler-vs-pooler-adhoc-closed-pw2
 bench workload --db ssb --mix adhoc --mode open --load 0.8 --clients 6 --per-client 10 --arrivals 60 --seconds 600 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3
