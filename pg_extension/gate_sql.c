@@ -121,7 +121,7 @@ mccdb_scheduler(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Datum		values[18];
 	bool		nulls[18] = {0};
-	int64		memory_kb = 0;
+	MemoryInUse memory;
 
 	mccdb_admission_require_shmem();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -143,13 +143,10 @@ mccdb_scheduler(PG_FUNCTION_ARGS)
 	values[11] = Int32GetDatum(mccdb_adm->counts.lock_used);
 	values[12] = Int64GetDatum(mccdb_adm->repaired_total);
 	values[13] = Int64GetDatum(mccdb_adm->timed_out_total);
-	for (int i = 0; i < mccdb_adm->nentries; i++)
-		if (mccdb_adm->entries[i].state == ENTRY_RUNNING ||
-			mccdb_adm->entries[i].state == ENTRY_LENT)
-			memory_kb += mccdb_adm->entries[i].memory_kb;
+	memory = mccdb_memory_in_use();
 	values[14] = Int64GetDatum((int64) mccdb_memory_budget_kb * 1024);
 	nulls[14] = mccdb_memory_budget_kb <= 0;
-	values[15] = Int64GetDatum(memory_kb * 1024);
+	values[15] = Int64GetDatum((memory.running_kb + memory.lent_kb) * 1024);
 	values[16] = Int64GetDatum(mccdb_adm->alone_total);
 	values[17] = Int64GetDatum(mccdb_adm->timed_out_run_total);
 	LWLockRelease(mccdb_adm->lock);

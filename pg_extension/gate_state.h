@@ -203,11 +203,19 @@ extern void mccdb_require_columns(TupleDesc desc, int min, int max);
 extern void mccdb_gate_account_running(int64 now_us);
 extern void mccdb_gate_exit_callback(void);
 
+/* The working memory of the admitted statements, in kB (mccdb.memory_budget). */
+typedef struct MemoryInUse
+{
+	int64		running_kb;
+	int64		lent_kb;		/* a cursor between fetches, a stalled client */
+} MemoryInUse;
+
 /* policy.c; the caller holds the lock. */
 extern int	mccdb_gate_domains(void);
 extern int	mccdb_domain_slots(int d);
 extern int	mccdb_total_slots(void);
 extern int	mccdb_max_query_slots(void);
+extern MemoryInUse mccdb_memory_in_use(void);
 extern int	mccdb_place_locked(AdmissionEntry *e, bool must);
 extern AdmissionEntry *mccdb_pick_next(int64 now_us, EntryLane *lane);
 /* Before the lock is first taken to pick: the policy's scratch space. */

@@ -123,13 +123,24 @@ mccdb_place_locked(AdmissionEntry *e, bool must)
 /*
  * The working memory the admitted statements hold (mccdb.memory_budget):
  * the running ones', and the lent ones' (a cursor between fetches and a
- * stalled client keep their hash tables).
+ * stalled client keep their hash tables).  Caller holds the lock.
  */
-typedef struct MemoryInUse
+MemoryInUse
+mccdb_memory_in_use(void)
 {
-	int64		running_kb;
-	int64		lent_kb;
-} MemoryInUse;
+	MemoryInUse use = {0, 0};
+
+	for (int i = 0; i < mccdb_adm->nentries; i++)
+	{
+		AdmissionEntry *e = &mccdb_adm->entries[i];
+
+		if (e->state == ENTRY_RUNNING)
+			use.running_kb += e->memory_kb;
+		else if (e->state == ENTRY_LENT)
+			use.lent_kb += e->memory_kb;
+	}
+	return use;
+}
 
 /*
  * Does e fit in the budget beside the admitted statements?  A statement
@@ -335,7 +346,7 @@ mccdb_pick_next(int64 now_us, EntryLane *lane)
 	AdmissionEntry *starving = NULL;
 	AdmissionEntry *choice = NULL;
 	MccdbSchedule policy = (MccdbSchedule) mccdb_schedule;
-	MemoryInUse use = {0, 0};
+	MemoryInUse use = mccdb_memory_in_use();
 	int			i;
 
 	*lane = LANE_SLOTS;
@@ -345,30 +356,20 @@ mccdb_pick_next(int64 now_us, EntryLane *lane)
 		AdmissionEntry *e = &mccdb_adm->entries[i];
 		int			q;
 
-		if (e->state == ENTRY_LENT)
-			use.lent_kb += e->memory_kb;
 		if (e->state == ENTRY_FREE || e->state == ENTRY_LENT)
 			continue;
 		q = MCCDB_QUEUE_OF(e->cls);
 		if (e->state == ENTRY_RUNNING)
 		{
 			running[q]++;
-			use.running_kb += e->memory_kb;
 			continue;
 		}
+		/* the best of each queue among the waiters that fit */
+		if (fits_memory(e, &use, false) && better_in_queue(e, best[q]))
+			best[q] = e;
 		if (now_us - e->since_us >= (int64) mccdb_max_wait_ms * 1000 &&
 			(starving == NULL || e->seq < starving->seq))
 			starving = e;
-	}
-	/* the best of each queue among the waiters that fit, once use is known */
-	for (i = 0; i < mccdb_adm->nentries; i++)
-	{
-		AdmissionEntry *e = &mccdb_adm->entries[i];
-		int			q = MCCDB_QUEUE_OF(e->cls);
-
-		if (e->state == ENTRY_WAITING && fits_memory(e, &use, false) &&
-			better_in_queue(e, best[q]))
-			best[q] = e;
 	}
 
 	if (starving)

@@ -62,10 +62,8 @@ def parse_size(text):
 
 def ensure_table(db, rows, say):
     """The database (made if it is not there, with mccdb in it) and its table."""
-    with pg.connect("postgres", base=False) as c:
-        if not c.execute("select 1 from pg_database where datname = %s", (db,)).fetchone():
-            say(f"creating database {db}")
-            c.execute(f'create database "{db}"')
+    if pg.ensure_database(db):
+        say(f"created database {db}")
     with pg.connect(db, base=False) as c:
         c.execute("create extension if not exists mccdb")
         c.execute("alter extension mccdb update")

@@ -338,9 +338,7 @@ def server_extras(db):
 
 def ensure_pgbench(db, scale, say):
     """Database db with pgbench's tables at scale (pgbench -i), unless there."""
-    with pg.connect("postgres", base=False) as c:
-        if not c.execute("select 1 from pg_database where datname = %s", (db,)).fetchone():
-            c.execute(f'create database "{db}"')
+    pg.ensure_database(db)
     with pg.connect(db, base=False) as c:
         have = c.execute("select to_regclass('pgbench_branches') is not null").fetchone()[0]
         if have and c.execute("select count(*) from pgbench_branches").fetchone()[0] == scale:

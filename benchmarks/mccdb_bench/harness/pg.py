@@ -238,6 +238,15 @@ def cluster_command(cmd, *args, dbname=None, timeout=60.0):
     wait_until_up(dbname, timeout)
 
 
+def ensure_database(dbname):
+    """Create database dbname on the server unless it is there; True when it was made."""
+    with connect("postgres", base=False) as c:
+        if c.execute("select 1 from pg_database where datname = %s", (dbname,)).fetchone():
+            return False
+        c.execute(f'create database "{dbname}"')
+        return True
+
+
 def wait_until_up(dbname=None, timeout=60.0):
     """Wait until the server takes connections (after a restart, or the
     recovery after a backend's crash)."""
