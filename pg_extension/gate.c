@@ -68,6 +68,7 @@
 
 #include "access/parallel.h"
 #include "gate_state.h"
+#include "workload_class.h"
 #include "server_cost.h"
 #include "affinity.h"
 #include "catalog/dependency.h"
@@ -672,6 +673,7 @@ admit_locked(MccdbStatement *st, AdmissionEntry *e, int64 enqueued_us,
 		mccdb_adm->lock_admitted_total++;
 	if (mccdb_memory_budget_kb > 0 && e->memory_kb > mccdb_memory_budget_kb)
 		mccdb_adm->alone_total++;
+	mccdb_workload_class_admitted(e->wclass, waited_ms, starved);
 	if (k != NULL)
 	{
 		MccdbQueryCounters admission = {.admissions = 1, .starved = starved,
@@ -731,11 +733,12 @@ mccdb_admission_parallel_worker(void)
  * Caller holds the lock.
  */
 static AdmissionEntry *
-enqueue_locked(MccdbStatement *st, int64 memory_kb, int64 now_us)
+enqueue_locked(MccdbStatement *st, int64 memory_kb, int64 now_us, bool *class_unknown)
 {
 	MccdbLocality *loc = mccdb_statement_locality(st);
 	AdmissionEntry *e = my_entry();
 	MccdbQueryKey key;
+	const WorkloadClass *wc;
 
 	if (!holding)
 	{
@@ -757,6 +760,14 @@ enqueue_locked(MccdbStatement *st, int64 memory_kb, int64 now_us)
 	e->cls = loc->cls;
 	e->bytes = loc->bytes;
 	e->memory_kb = memory_kb;
+	e->wclass = mccdb_workload_class_find(mccdb_class_name);
+	*class_unknown = e->wclass < 0;
+	if (e->wclass < 0)
+		e->wclass = MCCDB_DEFAULT_CLASS;
+	wc = &mccdb_adm->classes[e->wclass];
+	e->queue_timeout_ms = wc->queue_timeout_ms >= 0 ? wc->queue_timeout_ms : mccdb_queue_timeout_ms;
+	e->queue_timeout_action = wc->queue_timeout_action >= 0 ? wc->queue_timeout_action :
+		mccdb_queue_timeout_action;
 	e->slots = 1 + planned_workers(st->queryDesc->plannedstmt, NULL);
 	e->seq = mccdb_adm->next_seq++;
 	e->since_us = now_us;
@@ -773,46 +784,84 @@ enqueue_locked(MccdbStatement *st, int64 memory_kb, int64 now_us)
 }
 
 /*
- * A waiter has waited mccdb.queue_timeout: it fails, as a statement over a
- * server limit does (class 53), and leaves the queue on the way out (the
- * error path of wait_for_admission).  Not under the lock.
+ * The name of e's class and where its queue timeout came from, for the
+ * messages; counted as timed out there, and in the server's total
+ * (run = queue_timeout_action run).  Not under the lock.
+ */
+static void
+count_timeout(const AdmissionEntry *e, bool run, char *class_name, bool *class_timeout,
+			  int *waiting)
+{
+	const WorkloadClass *wc;
+
+	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
+	wc = &mccdb_adm->classes[e->wclass];
+	strlcpy(class_name, wc->name, NAMEDATALEN);
+	*class_timeout = wc->queue_timeout_ms >= 0;
+	if (run)
+	{
+		mccdb_adm->timed_out_run_total++;
+		mccdb_adm->class_stats[e->wclass].timed_out_run++;
+	}
+	else
+	{
+		mccdb_adm->timed_out_total++;
+		mccdb_adm->class_stats[e->wclass].timed_out++;
+	}
+	*waiting = 0;
+	for (int i = 0; i < mccdb_adm->nentries; i++)
+		*waiting += mccdb_adm->entries[i].state == ENTRY_WAITING &&
+			mccdb_adm->entries[i].wclass == e->wclass;
+	LWLockRelease(mccdb_adm->lock);
+}
+
+/*
+ * A waiter has waited its queue timeout (its class's, or mccdb.queue_timeout):
+ * it fails, as a statement over a server limit does (class 53), and leaves
+ * the queue on the way out (the error path of wait_for_admission).
  */
 static void
 queue_timed_out(const AdmissionEntry *e, int64 waited_us)
 {
-	int			waiting = 0;
+	char		class_name[NAMEDATALEN];
+	bool		class_timeout;
+	int			waiting;
 
-	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
-	mccdb_adm->timed_out_total++;
-	for (int i = 0; i < mccdb_adm->nentries; i++)
-		waiting += mccdb_adm->entries[i].state == ENTRY_WAITING;
-	LWLockRelease(mccdb_adm->lock);
+	count_timeout(e, false, class_name, &class_timeout, &waiting);
 	ereport(ERROR,
 			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-			 errmsg("statement waited %.0f ms for admission, longer than mccdb.queue_timeout",
-					waited_us / 1000.0),
-			 errdetail("mccdb.schedule = %s, %d slots, %d statements waiting; this one's locality %s.",
+			 class_timeout ?
+			 errmsg("statement waited %.0f ms for admission in workload class \"%s\", longer than its queue_timeout",
+					waited_us / 1000.0, class_name) :
+			 errmsg("statement waited %.0f ms for admission in workload class \"%s\", longer than mccdb.queue_timeout",
+					waited_us / 1000.0, class_name),
+			 errdetail("mccdb.schedule = %s, %d slots, %d statements of the class waiting; this one's locality %s.",
 					   mccdb_schedule_name(mccdb_schedule), mccdb_total_slots(), waiting,
 					   mccdb_locality_class_name(e->cls)),
+			 class_timeout ?
+			 errhint("Retry it later, or raise queue_timeout of class \"%s\" in mccdb_class, or set its queue_timeout_action to 'run'.",
+					 class_name) :
 			 errhint("Retry it later, or for its role raise mccdb.queue_timeout or set mccdb.queue_timeout_action = run (ALTER ROLE ... SET).")));
 }
 
 /*
- * A waiter has waited mccdb.queue_timeout, and its role's
- * mccdb.queue_timeout_action is run: it leaves the queue and runs without
- * the gate, as it would with the gate off.  Logged and counted.  Not under
- * the lock.
+ * A waiter has waited its queue timeout, and its action is run: it leaves
+ * the queue and runs without the gate, as it would with the gate off.
+ * Logged and counted.
  */
 static void
 queue_timed_out_runs(const AdmissionEntry *e, int64 waited_us)
 {
-	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
-	mccdb_adm->timed_out_run_total++;
-	LWLockRelease(mccdb_adm->lock);
+	char		class_name[NAMEDATALEN];
+	bool		class_timeout;
+	int			waiting;
+
+	count_timeout(e, true, class_name, &class_timeout, &waiting);
 	ereport(LOG,
-			(errmsg("mccdb: process %d waited %.0f ms for admission, longer than mccdb.queue_timeout: it runs without the gate",
-					MyProcPid, waited_us / 1000.0),
-			 errdetail("mccdb.queue_timeout_action = run; mccdb.schedule = %s, locality %s.",
+			(errmsg("mccdb: process %d waited %.0f ms for admission in workload class \"%s\", longer than its queue timeout: it runs without the gate",
+					MyProcPid, waited_us / 1000.0, class_name),
+			 errdetail("queue_timeout_action = run (%s); mccdb.schedule = %s, locality %s.",
+					   class_timeout ? "the class's" : "mccdb.queue_timeout_action",
 					   mccdb_schedule_name(mccdb_schedule), mccdb_locality_class_name(e->cls))));
 }
 
@@ -834,6 +883,7 @@ wait_for_admission(MccdbStatement *st)
 	bool		admitted = false;
 	int			domain = -1;
 	int64		memory_kb;
+	bool		class_unknown;
 
 	mccdb_gate_exit_callback();
 	mccdb_policy_prepare();
@@ -851,8 +901,14 @@ wait_for_admission(MccdbStatement *st)
 	/* estimated before the lock is taken: a walk of the plan */
 	memory_kb = (int64) ceil(mccdb_statement_work_memory(st) / 1024.0);
 	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
-	e = enqueue_locked(st, memory_kb, enqueued_us);
+	e = enqueue_locked(st, memory_kb, enqueued_us, &class_unknown);
 	LWLockRelease(mccdb_adm->lock);
+	if (class_unknown && !st->admission.gated)
+		ereport(WARNING,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("workload class \"%s\" does not exist: the statement waits in class default",
+						mccdb_class_name),
+				 errhint("Add it to mccdb_class, or set mccdb.class for the role to a class that exists.")));
 	if (!st->admission.gated && mccdb_memory_budget_kb > 0 &&
 		memory_kb > mccdb_memory_budget_kb)
 		ereport(NOTICE,
@@ -879,10 +935,10 @@ wait_for_admission(MccdbStatement *st)
 			if (mccdb_schedule == MCCDB_SCHEDULE_OFF)
 				break;
 			now_us = mccdb_monotonic_us();
-			if (mccdb_queue_timeout_ms > 0 &&
-				now_us - enqueued_us >= (int64) mccdb_queue_timeout_ms * 1000)
+			if (e->queue_timeout_ms > 0 &&
+				now_us - enqueued_us >= (int64) e->queue_timeout_ms * 1000)
 			{
-				if (mccdb_queue_timeout_action == MCCDB_QUEUE_TIMEOUT_ERROR)
+				if (e->queue_timeout_action == MCCDB_QUEUE_TIMEOUT_ERROR)
 					queue_timed_out(e, now_us - enqueued_us);
 				queue_timed_out_runs(e, now_us - enqueued_us);
 				break;

@@ -15,6 +15,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "catalog/pg_authid.h"
 #include "compat.h"
 #include "funcapi.h"
@@ -29,6 +31,7 @@ PG_FUNCTION_INFO_V1(mccdb_queue);
 PG_FUNCTION_INFO_V1(mccdb_scheduler);
 PG_FUNCTION_INFO_V1(mccdb_hold_admission);
 PG_FUNCTION_INFO_V1(mccdb_llc_domains);
+PG_FUNCTION_INFO_V1(mccdb_classes);
 
 static const char *
 entry_state_name(EntryState state)
@@ -53,24 +56,28 @@ mccdb_queue(PG_FUNCTION_ARGS)
 	int			n = 0,
 				i;
 	int64		now_us = mccdb_monotonic_us();
+	char		(*class_names)[NAMEDATALEN];
 
 	mccdb_admission_require_shmem();
 	InitMaterializedSRF(fcinfo, 0);
-	/* 1.0 had the first 9 columns, 1.1 the first 10, 1.2 11, 1.3 13: the library may be newer */
-	mccdb_require_columns(rsinfo->setDesc, 9, 14);
+	/* 1.0 had the first 9 columns, 1.1 the first 10, 1.2 11, 1.3 13, 1.5 14: the library may be newer */
+	mccdb_require_columns(rsinfo->setDesc, 9, 15);
 	copy = palloc(sizeof(AdmissionEntry) * mccdb_adm->nentries);
+	class_names = palloc(sizeof(*class_names) * MCCDB_MAX_CLASSES);
 	LWLockAcquire(mccdb_adm->lock, LW_SHARED);
 	for (i = 0; i < mccdb_adm->nentries; i++)
 		if (mccdb_adm->entries[i].state != ENTRY_FREE)
 			copy[n++] = mccdb_adm->entries[i];
+	for (i = 0; i < mccdb_adm->nclasses; i++)
+		strlcpy(class_names[i], mccdb_adm->classes[i].name, NAMEDATALEN);
 	LWLockRelease(mccdb_adm->lock);
 
 	for (i = 0; i < n; i++)
 	{
 		AdmissionEntry *e = &copy[i];
 		bool		visible = all_visible || has_privs_of_role(GetUserId(), e->userid);
-		Datum		values[14];
-		bool		nulls[14] = {0};
+		Datum		values[15];
+		bool		nulls[15] = {0};
 
 		values[0] = Int32GetDatum(e->pid);
 		values[1] = CStringGetTextDatum(entry_state_name(e->state));
@@ -90,6 +97,7 @@ mccdb_queue(PG_FUNCTION_ARGS)
 		values[12] = ObjectIdGetDatum(e->dbid);
 		values[13] = Int64GetDatum(e->memory_kb * 1024);
 		nulls[13] = !visible;
+		values[14] = CStringGetTextDatum(class_names[e->wclass]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -242,6 +250,112 @@ mccdb_llc_domains(PG_FUNCTION_ARGS)
 		values[6] = Int32GetDatum(used[i]);
 		nulls[6] = slots[i] < 0;
 		values[7] = CStringGetTextDatum(mccdb_topology_source());
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+static int
+compare_float4(const void *a, const void *b)
+{
+	float4		x = *(const float4 *) a,
+				y = *(const float4 *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* The p-th percentile (nearest rank) of n sorted waits. */
+static float4
+percentile(const float4 *sorted, int n, double p)
+{
+	int			rank = (int) ceil(p * n);
+
+	return sorted[Max(rank, 1) - 1];
+}
+
+/*
+ * The workload classes in force, default first: their settings (NULL where
+ * the server's apply), their statements running and waiting now, and
+ * what they met since the server started.  Counts only, as
+ * mccdb_scheduler: every role sees them.
+ */
+Datum
+mccdb_classes(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	WorkloadClass *classes;
+	WorkloadClassStats *stats;
+	int			nclasses;
+	int			running[MCCDB_MAX_CLASSES] = {0};
+	int			running_slots[MCCDB_MAX_CLASSES] = {0};
+	int			waiting[MCCDB_MAX_CLASSES] = {0};
+	int64		memory_kb[MCCDB_MAX_CLASSES] = {0};
+
+	mccdb_admission_require_shmem();
+	InitMaterializedSRF(fcinfo, 0);
+	mccdb_require_columns(rsinfo->setDesc, 19, 19);
+	classes = palloc(sizeof(mccdb_adm->classes));
+	stats = palloc(sizeof(mccdb_adm->class_stats));
+	LWLockAcquire(mccdb_adm->lock, LW_SHARED);
+	nclasses = mccdb_adm->nclasses;
+	memcpy(classes, mccdb_adm->classes, sizeof(mccdb_adm->classes));
+	memcpy(stats, mccdb_adm->class_stats, sizeof(mccdb_adm->class_stats));
+	for (int i = 0; i < mccdb_adm->nentries; i++)
+	{
+		AdmissionEntry *e = &mccdb_adm->entries[i];
+
+		if (e->state == ENTRY_WAITING)
+			waiting[e->wclass]++;
+		else if (e->state == ENTRY_RUNNING || e->state == ENTRY_LENT)
+		{
+			memory_kb[e->wclass] += e->memory_kb;
+			if (e->state == ENTRY_RUNNING)
+			{
+				running[e->wclass]++;
+				running_slots[e->wclass] += e->slots;
+			}
+		}
+	}
+	LWLockRelease(mccdb_adm->lock);
+
+	for (int c = 0; c < nclasses; c++)
+	{
+		WorkloadClass *wc = &classes[c];
+		WorkloadClassStats *s = &stats[c];
+		Datum		values[19];
+		bool		nulls[19] = {0};
+
+		values[0] = CStringGetTextDatum(wc->name);
+		values[1] = Int32GetDatum(wc->slots);
+		nulls[1] = wc->slots == 0;
+		values[2] = Int32GetDatum(wc->priority);
+		values[3] = Float8GetDatum(wc->memory_share);
+		nulls[3] = wc->memory_share == 0;
+		values[4] = Int32GetDatum(wc->queue_timeout_ms);
+		nulls[4] = wc->queue_timeout_ms < 0;
+		values[5] = CStringGetTextDatum(wc->queue_timeout_action == MCCDB_QUEUE_TIMEOUT_RUN ?
+										"run" : "error");
+		nulls[5] = wc->queue_timeout_action < 0;
+		values[6] = Int32GetDatum(wc->short_query_ms);
+		nulls[6] = wc->short_query_ms < 0;
+		values[7] = Int32GetDatum(running[c]);
+		values[8] = Int32GetDatum(running_slots[c]);
+		values[9] = Int32GetDatum(waiting[c]);
+		values[10] = Int64GetDatum(memory_kb[c] * 1024);
+		values[11] = Int64GetDatum(s->admitted);
+		values[12] = Int64GetDatum(s->starved);
+		values[13] = Int64GetDatum(s->timed_out);
+		values[14] = Int64GetDatum(s->timed_out_run);
+		if (s->nwaits > 0)
+		{
+			qsort(s->wait_ms, s->nwaits, sizeof(float4), compare_float4);
+			values[15] = Float8GetDatum(percentile(s->wait_ms, s->nwaits, 0.50));
+			values[16] = Float8GetDatum(percentile(s->wait_ms, s->nwaits, 0.95));
+			values[17] = Float8GetDatum(percentile(s->wait_ms, s->nwaits, 0.99));
+			values[18] = Float8GetDatum(s->wait_ms[s->nwaits - 1]);
+		}
+		else
+			nulls[15] = nulls[16] = nulls[17] = nulls[18] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -71,6 +71,9 @@ typedef struct AdmissionEntry
 	int			slots;
 	EntryLane	lane;			/* what its slots count against, once admitted */
 	int			cls;			/* MccdbLocalityClass */
+	int			wclass;			/* its workload class: mccdb_adm->classes[wclass] */
+	int			queue_timeout_ms;	/* its class's, or its session's, when enqueued */
+	int			queue_timeout_action;	/* MccdbQueueTimeoutAction, the same */
 	double		bytes;
 	int64		memory_kb;		/* working memory estimate (work_memory.h), kB */
 	int64		seq;			/* arrival order */
@@ -118,6 +121,39 @@ typedef struct RoleModel
 	int64		last_used_us;
 } RoleModel;
 
+/*
+ * A workload class (mccdb_class, workload_class.c): a queue of its own in
+ * the gate.  Class 0 is "default", the class of a session whose
+ * mccdb.class is empty or names no class.  A field left NULL in the table
+ * takes the server's setting (0 or -1 here).
+ */
+#define MCCDB_MAX_CLASSES 32
+#define MCCDB_DEFAULT_CLASS 0
+#define CLASS_WAIT_RING 1024
+
+typedef struct WorkloadClass
+{
+	char		name[NAMEDATALEN];
+	int			slots;			/* 0: the gate's */
+	int			priority;		/* higher first */
+	double		memory_share;	/* percent of mccdb.memory_budget; 0: all of it */
+	int			queue_timeout_ms;	/* -1: the session's mccdb.queue_timeout */
+	int			queue_timeout_action;	/* -1: the session's; MccdbQueueTimeoutAction */
+	int			short_query_ms; /* -1: mccdb.short_query */
+} WorkloadClass;
+
+/* What a class's statements met, since the server started. */
+typedef struct WorkloadClassStats
+{
+	int64		admitted;
+	int64		starved;		/* admitted after mccdb.max_wait */
+	int64		timed_out;		/* failed at the queue timeout */
+	int64		timed_out_run;	/* run without the gate at it */
+	int			nwaits;			/* in wait_ms, at most CLASS_WAIT_RING */
+	int			next_wait;
+	float4		wait_ms[CLASS_WAIT_RING];	/* the last admissions' waits */
+} WorkloadClassStats;
+
 /* The slots the running entries take, by lane (EntryLane). */
 typedef struct SlotCounts
 {
@@ -155,6 +191,9 @@ typedef struct AdmissionShared
 	KnownQuery	known[KNOWN_QUERIES];
 	/* bumped whenever a known query comes or goes: read without the lock */
 	pg_atomic_uint64 known_generation;
+	int			nclasses;		/* at least 1: default */
+	WorkloadClass classes[MCCDB_MAX_CLASSES];
+	WorkloadClassStats class_stats[MCCDB_MAX_CLASSES];
 	int			nentries;
 	AdmissionEntry entries[FLEXIBLE_ARRAY_MEMBER];
 } AdmissionShared;

@@ -39,6 +39,7 @@
 #include "tcop/utility.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "workload_class.h"
 
 PG_MODULE_MAGIC;
 
@@ -315,6 +316,7 @@ _PG_init(void)
 	mccdb_server_cost_init();
 	mccdb_admission_init();
 	mccdb_learned_init();
+	mccdb_workload_class_init();
 	mccdb_query_stats_init();
 	mccdb_counters_init();
 	mccdb_partition_init();

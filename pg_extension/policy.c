@@ -159,6 +159,55 @@ fits_memory(const AdmissionEntry *e, const MemoryInUse *use, bool starving)
 		used + e->memory_kb <= mccdb_memory_budget_kb;
 }
 
+/*
+ * One pick's view of the waiters (mccdb_pick_next): the memory and the
+ * class slots in use, and the priority level of workload classes whose
+ * waiters the policy may pick this round.
+ */
+typedef struct PickContext
+{
+	MemoryInUse use;
+	int			class_slots[MCCDB_MAX_CLASSES]; /* of running statements, all lanes but locks */
+	int64		class_running_kb[MCCDB_MAX_CLASSES];
+	int64		class_lent_kb[MCCDB_MAX_CLASSES];
+	int			level;			/* the classes' priority this round */
+} PickContext;
+
+/*
+ * Does e fit in its workload class: its slots, and its share of the
+ * memory budget?  As with the gate's slots, a statement wider than its
+ * class runs when nothing of its class runs; as with the budget, a
+ * starving waiter needs room beside the running statements only.
+ */
+static bool
+fits_class(const AdmissionEntry *e, const PickContext *pc, bool starving)
+{
+	const WorkloadClass *wc = &mccdb_adm->classes[e->wclass];
+
+	if (wc->slots > 0 &&
+		pc->class_slots[e->wclass] + Min(e->slots, wc->slots) > wc->slots)
+		return false;
+	if (mccdb_memory_budget_kb > 0 && wc->memory_share > 0 && e->memory_kb > 0)
+	{
+		int64		share = (int64) (mccdb_memory_budget_kb * wc->memory_share / 100.0);
+		int64		used = pc->class_running_kb[e->wclass] +
+			(starving ? 0 : pc->class_lent_kb[e->wclass]);
+
+		if (used > 0 && used + e->memory_kb > share)
+			return false;
+	}
+	return true;
+}
+
+/* May the policy pick e this round: waiting, in the round's classes, and fits? */
+static bool
+pickable(const AdmissionEntry *e, const PickContext *pc)
+{
+	return e->state == ENTRY_WAITING &&
+		mccdb_adm->classes[e->wclass].priority == pc->level &&
+		fits_memory(e, &pc->use, false) && fits_class(e, pc, false);
+}
+
 /* Predicted slowdown (sum of factors - 1) of a candidate joining the running set. */
 static double
 predicted_slowdown(int cls)
@@ -223,7 +272,7 @@ mccdb_policy_prepare(void)
  * own role's learned matrix; caller holds the lock.
  */
 static AdmissionEntry *
-pick_predictive(int slots, int64 now_us, const MemoryInUse *use)
+pick_predictive(int slots, int64 now_us, const PickContext *pc)
 {
 	double		since_change_ms = (double) (now_us - mccdb_adm->last_change_us) / 1000.0;
 	int			nw = 0,
@@ -238,7 +287,7 @@ pick_predictive(int slots, int64 now_us, const MemoryInUse *use)
 
 		if (e->state == ENTRY_WAITING)
 		{
-			if (!fits_memory(e, use, false))
+			if (!pickable(e, pc))
 				continue;
 			scratch_waiters[nw] = e;
 			mccdb_role_matrix(e->userid, scratch_matrices[nw]);
@@ -277,10 +326,12 @@ pick_predictive(int slots, int64 now_us, const MemoryInUse *use)
  * keep the slots idle; mccdb.max_wait bounds its wait).  So a long query
  * waits at most about its own predicted run time, then for the queries
  * running when it fell due to free a slot.  A waiter that does not fit in
- * the memory budget is not picked either (mccdb.max_wait bounds its wait).
+ * the memory budget or its class is not picked either (mccdb.max_wait
+ * bounds its wait).  A class's short_query replaces mccdb.short_query for
+ * its statements.
  */
 static AdmissionEntry *
-pick_shortest(int64 now_us, const MemoryInUse *use, bool *at_once)
+pick_shortest(int64 now_us, const PickContext *pc, bool *at_once)
 {
 	AdmissionEntry *best = NULL;
 	AdmissionEntry *oldest_short = NULL;
@@ -300,12 +351,16 @@ pick_shortest(int64 now_us, const MemoryInUse *use, bool *at_once)
 					ratio;
 		bool		is_short,
 					due;
+		int			short_ms;
 
-		if (e->state != ENTRY_WAITING || !fits_memory(e, use, false))
+		if (!pickable(e, pc))
 			continue;
+		short_ms = mccdb_adm->classes[e->wclass].short_query_ms;
+		if (short_ms < 0)
+			short_ms = mccdb_short_query_ms;
 		waited = (double) (now_us - e->since_us) / 1e6;
 		predicted = Max(e->predicted, 1e-3);
-		is_short = e->predicted * 1000.0 <= mccdb_short_query_ms;
+		is_short = e->predicted * 1000.0 <= short_ms;
 		due = !is_short && waited >= predicted;
 		any_due |= due;
 		if (is_short && (oldest_short == NULL || e->seq < oldest_short->seq))
@@ -331,62 +386,24 @@ pick_shortest(int64 now_us, const MemoryInUse *use, bool *at_once)
 }
 
 /*
- * The waiting entry to admit now, or NULL.  Deterministic in the shared
- * state, so every waiter agrees; caller holds the lock.  Only a waiter that
- * fits in the memory budget is picked; the oldest waiter past
- * mccdb.max_wait goes first, and while it does not fit nobody goes, so
- * that the running statements drain and it never starves.
+ * The policy's choice among the waiters of one priority level of workload
+ * classes (pc->level); caller holds the lock.
  */
-AdmissionEntry *
-mccdb_pick_next(int64 now_us, EntryLane *lane)
+static AdmissionEntry *pick_by_queues(const PickContext *pc);
+
+static AdmissionEntry *
+pick_in_level(int64 now_us, const PickContext *pc, EntryLane *lane)
 {
-	int			slots = mccdb_total_slots();
-	int			running[2] = {0, 0};
-	AdmissionEntry *best[2] = {NULL, NULL};
-	AdmissionEntry *starving = NULL;
 	AdmissionEntry *choice = NULL;
 	MccdbSchedule policy = (MccdbSchedule) mccdb_schedule;
-	MemoryInUse use = mccdb_memory_in_use();
-	int			i;
 
-	*lane = LANE_SLOTS;
-
-	for (i = 0; i < mccdb_adm->nentries; i++)
-	{
-		AdmissionEntry *e = &mccdb_adm->entries[i];
-		int			q;
-
-		if (e->state == ENTRY_FREE || e->state == ENTRY_LENT)
-			continue;
-		q = MCCDB_QUEUE_OF(e->cls);
-		if (e->state == ENTRY_RUNNING)
-		{
-			running[q]++;
-			continue;
-		}
-		/* the best of each queue among the waiters that fit */
-		if (fits_memory(e, &use, false) && better_in_queue(e, best[q]))
-			best[q] = e;
-		if (now_us - e->since_us >= (int64) mccdb_max_wait_ms * 1000 &&
-			(starving == NULL || e->seq < starving->seq))
-			starving = e;
-	}
-
-	if (starving)
-	{
-		if (!fits_memory(starving, &use, true))
-			return NULL;
-		choice = starving;
-	}
-	else if (mccdb_adm->held_by != 0)
-		return NULL;
-	else if (policy == MCCDB_SCHEDULE_PREDICTIVE)
-		choice = pick_predictive(slots, now_us, &use);
+	if (policy == MCCDB_SCHEDULE_PREDICTIVE)
+		choice = pick_predictive(mccdb_total_slots(), now_us, pc);
 	else if (policy == MCCDB_SCHEDULE_SHORTEST)
 	{
 		bool		at_once = false;
 
-		choice = pick_shortest(now_us, &use, &at_once);
+		choice = pick_shortest(now_us, pc, &at_once);
 		/* a short query runs beside the others, in the short lane */
 		if (at_once)
 		{
@@ -394,7 +411,39 @@ mccdb_pick_next(int64 now_us, EntryLane *lane)
 			return choice;
 		}
 	}
-	else if (policy == MCCDB_SCHEDULE_ADAPTIVE && mccdb_adm->have_matrix)
+	else
+		choice = pick_by_queues(pc);
+	if (choice != NULL && mccdb_place_locked(choice, false) < 0)
+		return NULL;
+	return choice;
+}
+
+/*
+ * The paper's policies (SLS, MLS) and adaptive: the best waiter of each of
+ * the two locality queues, then which queue goes.
+ */
+static AdmissionEntry *
+pick_by_queues(const PickContext *pc)
+{
+	int			running[2] = {0, 0};
+	AdmissionEntry *best[2] = {NULL, NULL};
+	AdmissionEntry *choice = NULL;
+	MccdbSchedule policy = (MccdbSchedule) mccdb_schedule;
+	int			i;
+
+	for (i = 0; i < mccdb_adm->nentries; i++)
+	{
+		AdmissionEntry *e = &mccdb_adm->entries[i];
+		int			q = MCCDB_QUEUE_OF(e->cls);
+
+		if (e->state == ENTRY_RUNNING)
+			running[q]++;
+		/* the best of each queue among the waiters that fit */
+		else if (pickable(e, pc) && better_in_queue(e, best[q]))
+			best[q] = e;
+	}
+
+	if (policy == MCCDB_SCHEDULE_ADAPTIVE && mccdb_adm->have_matrix)
 	{
 		double		best_cost = 0;
 
@@ -432,10 +481,85 @@ mccdb_pick_next(int64 now_us, EntryLane *lane)
 		else
 			choice = best[1] ? best[1] : best[0];
 	}
-
-	if (choice == NULL)
-		return NULL;
-	if (mccdb_place_locked(choice, false) < 0)
-		return NULL;
 	return choice;
+}
+
+/*
+ * The waiting entry to admit now, or NULL.  Deterministic in the shared
+ * state, so every waiter agrees; caller holds the lock.
+ *
+ * Only a waiter that fits in the memory budget and in its workload class
+ * (slots, memory share) is picked.  The oldest such waiter past
+ * mccdb.max_wait goes first, whatever its class, and while it does not fit
+ * in the budget nobody goes, so that the running statements drain and it
+ * never starves.  Otherwise the classes go by priority, highest first: the
+ * policy picks among the waiters of the highest level that has one it can
+ * admit now, and a lower level's waiter goes only when no higher one can.
+ */
+AdmissionEntry *
+mccdb_pick_next(int64 now_us, EntryLane *lane)
+{
+	PickContext pc;
+	AdmissionEntry *starving = NULL;
+	bool		class_waits[MCCDB_MAX_CLASSES] = {false};
+	int			i;
+
+	*lane = LANE_SLOTS;
+	memset(&pc, 0, sizeof(pc));
+	pc.use = mccdb_memory_in_use();
+	for (i = 0; i < mccdb_adm->nentries; i++)
+	{
+		AdmissionEntry *e = &mccdb_adm->entries[i];
+
+		if (e->state == ENTRY_RUNNING)
+		{
+			if (e->lane != LANE_LOCKS)
+				pc.class_slots[e->wclass] += e->slots;
+			pc.class_running_kb[e->wclass] += e->memory_kb;
+		}
+		else if (e->state == ENTRY_LENT)
+			pc.class_lent_kb[e->wclass] += e->memory_kb;
+	}
+	for (i = 0; i < mccdb_adm->nentries; i++)
+	{
+		AdmissionEntry *e = &mccdb_adm->entries[i];
+
+		if (e->state != ENTRY_WAITING)
+			continue;
+		class_waits[e->wclass] = true;
+		if (now_us - e->since_us >= (int64) mccdb_max_wait_ms * 1000 &&
+			fits_class(e, &pc, true) &&
+			(starving == NULL || e->seq < starving->seq))
+			starving = e;
+	}
+
+	if (starving)
+	{
+		if (!fits_memory(starving, &pc.use, true) ||
+			mccdb_place_locked(starving, false) < 0)
+			return NULL;
+		return starving;
+	}
+	if (mccdb_adm->held_by != 0)
+		return NULL;
+	/* each level once, highest first: the next below the last one tried */
+	for (int level = INT_MAX;;)
+	{
+		AdmissionEntry *choice;
+		bool		found = false;
+
+		for (int c = 0; c < mccdb_adm->nclasses; c++)
+			if (class_waits[c] && mccdb_adm->classes[c].priority < level &&
+				(!found || mccdb_adm->classes[c].priority > pc.level))
+			{
+				pc.level = mccdb_adm->classes[c].priority;
+				found = true;
+			}
+		if (!found)
+			return NULL;
+		level = pc.level;
+		if ((choice = pick_in_level(now_us, &pc, lane)) != NULL)
+			return choice;
+		*lane = LANE_SLOTS;
+	}
 }
