@@ -91,3 +91,46 @@ def test_the_dump_holds_the_rows_and_not_the_extension_objects(databases):
     # no object of the extension is dumped on its own
     assert "CREATE TABLE public.mccdb_interference" not in sql
     assert "CREATE FUNCTION public.mccdb_locality" not in sql
+
+
+CLASSES = [("analytics", 2, 0, 50.0, 600000, "run", None), ("oltp", None, 10, None, 2000, None, 50)]
+CLASS_COLUMNS = ("name, slots, priority, memory_share, queue_timeout, queue_timeout_action, "
+                 "short_query")
+
+
+@pytest.mark.parametrize("fmt", ["custom", "plain"])
+def test_dump_and_restore_keep_the_workload_classes_and_load_them(databases, fmt, tmp_path):
+    """The classes are the server's (mccdb_classes): restoring the table's
+    rows loads them, as committing a change of the table does."""
+    src, dst = databases
+    try:
+        with psycopg.connect(dbname=src, autocommit=True) as c:
+            c.execute("create extension mccdb")
+            for row in CLASSES:
+                c.execute(f"insert into mccdb_class ({CLASS_COLUMNS}) "
+                          "values (%s, %s, %s, %s, %s, %s, %s)", row)
+            want = c.execute(f"select {CLASS_COLUMNS} from mccdb_classes order by name"
+                             ).fetchall()
+            assert [r[0] for r in want] == ["analytics", "default", "oltp"]
+        dump = tmp_path / f"mccdb.{fmt}"
+        subprocess.run([tool("pg_dump"), f"--format={fmt}", "--file", str(dump), src],
+                       check=True)
+        # the server forgets them: only the dump has them now
+        with psycopg.connect(dbname=src, autocommit=True) as c:
+            c.execute("delete from mccdb_class")
+            assert c.execute("select count(*) from mccdb_classes").fetchone() == (1,)
+        if fmt == "custom":
+            subprocess.run([tool("pg_restore"), "--exit-on-error", "--dbname", dst, str(dump)],
+                           check=True)
+        else:
+            subprocess.run([tool("psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", dst,
+                            "-f", str(dump)], check=True, stdout=subprocess.DEVNULL)
+        with psycopg.connect(dbname=dst, autocommit=True) as c:
+            assert c.execute(f"select {CLASS_COLUMNS} from mccdb_class order by name"
+                             ).fetchall() == sorted(CLASSES)
+            assert c.execute(f"select {CLASS_COLUMNS} from mccdb_classes order by name"
+                             ).fetchall() == want
+    finally:
+        with psycopg.connect(dbname=dst, autocommit=True) as c:
+            if c.execute("select 1 from pg_extension where extname = 'mccdb'").fetchone():
+                c.execute("delete from mccdb_class")
