@@ -171,16 +171,18 @@ def dbname_for(cfg, db, cls):
 
 
 @contextlib.contextmanager
-def clients_of(cfg, pooler_port=POOLER_PORT, db=None):
+def clients_of(cfg, pooler_port=POOLER_PORT, db=None, users=()):
     """Where cfg's clients connect, for the block: {} (the libpq
     environment, the server itself) or the psycopg keywords of a PgBouncer
     started for the block; as (keywords, libpq environment, pooler or None).
     A two-pool configuration's PgBouncer has an alias per workload class of
-    database db (dbname_for() names the one a client uses)."""
+    database db (dbname_for() names the one a client uses); users are the
+    roles besides the pooler's own that clients connect as."""
     if cfg.pool is None:
         yield {}, {}, None
         return
-    pooler = PgBouncer(cfg.pool, pooler_port, name=f"bench-{pooler_port}", aliases=aliases(cfg, db))
+    pooler = PgBouncer(cfg.pool, pooler_port, name=f"bench-{pooler_port}", aliases=aliases(cfg, db),
+                       users=users)
     with pooler:
         yield pooler.conninfo(), pooler.env(), pooler
 

@@ -65,6 +65,13 @@ def test_the_pooler_writes_its_aliases_and_records_them(tmp_path):
     assert not any(k.startswith("pool ") for k in one.settings())
 
 
+def test_the_auth_file_names_every_role_clients_connect_as(tmp_path):
+    b = pgbouncer.PgBouncer(2, 6432, name="t", server_host="/run/pg", server_port=5, root=tmp_path,
+                            users=["wl_reports", "wl_batch", "postgres"])
+    b.write_files()
+    assert (b.dir / "userlist.txt").read_text() == '"postgres" ""\n"wl_reports" ""\n"wl_batch" ""\n'
+
+
 def test_two_pool_configuration_names():
     two = configs.parse("pgbouncer2", cpus=2)
     assert (two.pool, two.oltp_pool) == (2, configs.OLTP_POOL) and not two.mccdb
@@ -101,7 +108,7 @@ def test_clients_of_starts_the_pooler_with_the_aliases(monkeypatch):
     started = []
 
     class Fake:
-        def __init__(self, pool, port, name=None, aliases=None):
+        def __init__(self, pool, port, name=None, aliases=None, users=()):
             started.append((pool, port, aliases))
 
         def __enter__(self):

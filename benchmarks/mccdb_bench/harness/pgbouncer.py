@@ -117,11 +117,15 @@ class PgBouncer:
     it in the foreground as a child of this process; stop() ends it."""
 
     def __init__(self, pool_size, port, name=None, server_host=None, server_port=None,
-                 user="postgres", pool_mode="transaction", max_client_conn=200, root=None, aliases=None):
+                 user="postgres", pool_mode="transaction", max_client_conn=200, root=None, aliases=None,
+                 users=()):
         """aliases: {alias: (dbname, pool_size)}, a pool per workload class
-        (config_text); the '*' fallback with pool_size serves every other name."""
+        (config_text); the '*' fallback with pool_size serves every other name.
+        users: roles besides user that clients may connect as (trust still
+        needs them in the auth file)."""
         self.pool_size, self.port, self.user, self.pool_mode = int(pool_size), int(port), user, pool_mode
         self.aliases = dict(aliases or {})
+        self.users = [user] + [u for u in users if u != user]
         self.max_client_conn = max_client_conn
         self.name = name or f"pool{self.pool_size}-{self.port}"
         self.server_host = server_host or os.environ.get("PGHOST", "")
@@ -144,7 +148,7 @@ class PgBouncer:
     def write_files(self):
         self.dir.mkdir(parents=True, exist_ok=True)
         auth = self.dir / "userlist.txt"
-        auth.write_text(f'"{self.user}" ""\n')
+        auth.write_text("".join(f'"{u}" ""\n' for u in self.users))
         self.ini.write_text(config_text(
             server_host=self.server_host, server_port=self.server_port, listen_port=self.port,
             socket_dir=self.dir, auth_file=auth, logfile=self.logfile, pidfile=self.dir / "pgbouncer.pid",
