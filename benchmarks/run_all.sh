@@ -124,5 +124,8 @@ bench workload --db ssb --mix adhoc --mode open --load 0.8 --clients 6 --per-cli
 # (issue 50) admission by memory: six big hash joins at once in a memory
 # cgroup (root or passwordless sudo), with and without mccdb.memory_budget
 bench memory_budget --reps 5
+# Workload classes (issue 50): two roles in a high and a low class, against one
+# shared class, stock and PgBouncer with a pool per role.
+bench classes --db ssb --reps 3
 on_pg18 memory_budget_pg18
 bench fig5_table2 --db plq
