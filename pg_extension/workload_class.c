@@ -373,6 +373,12 @@ lock_classes_for_change(void)
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
+static int
+compare_class_names(const void *a, const void *b)
+{
+	return strcmp(((const WorkloadClass *) a)->name, ((const WorkloadClass *) b)->name);
+}
+
 /* An int column that NULL leaves to the server's setting (-1 or 0). */
 static int
 int_or(HeapTuple tup, TupleDesc desc, int col, int null_value)
@@ -402,7 +408,7 @@ stage_classes(Oid relid)
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "SELECT name, slots, priority, memory_share, queue_timeout, "
-					 "queue_timeout_action, short_query FROM %s ORDER BY name", relname);
+					 "queue_timeout_action, short_query FROM %s", relname);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	plan = SPI_prepare(sql.data, 0, NULL);
@@ -456,6 +462,8 @@ stage_classes(Oid relid)
 					 errhint("Restore the table's CHECK constraints (ALTER EXTENSION mccdb UPDATE does not) or correct the row.")));
 	}
 	SPI_finish();
+	/* sorted here, not by ORDER BY: no operator the session's search_path finds */
+	qsort(pending, n, sizeof(WorkloadClass), compare_class_names);
 	npending = n;
 	have_pending = true;
 	pending_subid = GetCurrentSubTransactionId();
@@ -508,8 +516,10 @@ mccdb_load_classes(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (SPI_execute("SELECT c.oid FROM pg_catalog.pg_extension e "
-					"JOIN pg_catalog.pg_class c ON c.relnamespace = e.extnamespace "
-					"WHERE e.extname = 'mccdb' AND c.relname = 'mccdb_class'",
+					"JOIN pg_catalog.pg_class c "
+					"ON c.relnamespace OPERATOR(pg_catalog.=) e.extnamespace "
+					"WHERE e.extname OPERATOR(pg_catalog.=) 'mccdb' "
+					"AND c.relname OPERATOR(pg_catalog.=) 'mccdb_class'",
 					true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute failed");
 	if (SPI_processed == 1)

@@ -16,13 +16,14 @@ a restarted server after the quiet-machine guard):
   stock       mccdb not preloaded, clients connect directly
   pgbouncer2  the stock server behind PgBouncer with a pool per role, as a
               DBA separates them: batch through the alias DB_analytics
-              (pool_size --batch-slots), reports through DB_oltp (pool_size
-              --reports-pool)
+              (pool_size --batch-pool: --batch-slots, or the CPUs when that
+              is 0), reports through DB_oltp (pool_size --reports-pool)
   shared      mccdb preloaded, mccdb.schedule = --policy, both roles in one
               class (default): the gate's slots only
   classes     the same, and two classes: reports (priority 10, no slot
-              limit), batch (priority 0, slots --batch-slots); ALTER ROLE
-              ... SET mccdb.class puts each role in its class
+              limit), batch (priority 0, slots --batch-slots; 0: no slot
+              limit, priority only); ALTER ROLE ... SET mccdb.class puts
+              each role in its class
 
 Each query is one transaction (BEGIN, SET LOCAL settings, the query,
 COMMIT), latency from BEGIN to COMMIT's answer.  While the clients run, a
@@ -35,6 +36,7 @@ class's admissions after mccdb.max_wait and its longest wait.
     eval "$(scripts/pg-cluster.sh env NAME)"
     .venv/bin/python -m mccdb_bench.classes --db ssb --reps 3
 """
+import os
 import random
 import statistics
 import sys
@@ -70,7 +72,7 @@ def set_classes(db, cfg_name, batch_slots):
             c.execute("delete from mccdb_class")
         if cfg_name == "classes":
             c.execute("insert into mccdb_class (name, priority, slots) values "
-                      "('reports', 10, NULL), ('batch', 0, %s)", (batch_slots,))
+                      "('reports', 10, NULL), ('batch', 0, %s)", (batch_slots or None,))
             for cls, role in ROLES.items():
                 c.execute(f"alter role {role} set mccdb.class = '{cls}'")
         else:
@@ -179,7 +181,9 @@ def main(argv=None):
     ap.add_argument("--per-client", type=int, default=2, help="times each reports client runs the 13 SSB queries")
     ap.add_argument("--batch", type=int, default=3, help="batch clients")
     ap.add_argument("--batch-queries", type=int, default=2, help="long queries per batch client")
-    ap.add_argument("--batch-slots", type=int, default=1, help="the batch class's slots; PgBouncer's batch pool")
+    ap.add_argument("--batch-slots", type=int, default=1, help="the batch class's slots (0: no limit, priority only)")
+    ap.add_argument("--batch-pool", type=int, default=None,
+                    help="PgBouncer's batch pool (default --batch-slots, or the CPUs when that is 0)")
     ap.add_argument("--reports-pool", type=int, default=2, help="PgBouncer's reports pool")
     ap.add_argument("--policy", default="shortest")
     ap.add_argument("--statement-timeout", type=float, default=600)
@@ -192,6 +196,9 @@ def main(argv=None):
     if unknown:
         raise SystemExit(f"--configs: unknown {sorted(unknown)}; known: {', '.join(CONFIGS)}")
     db = a.db or "ssb"
+    if a.batch_slots < 0:
+        raise SystemExit("--batch-slots: 0 or more")
+    a.batch_pool = a.batch_pool or a.batch_slots or (os.cpu_count() or 1)
     say = say_fn(a.quiet)
     ensure_roles(db)
     seqs = sequences(a)
@@ -202,7 +209,7 @@ def main(argv=None):
     guard = res.guard = start_guard(a, say, own_load=a.reports + a.batch)
     runs = []
     rng = random.Random(a.seed)
-    pooler_cfg = configs.parse(f"pgbouncer2-{a.batch_slots}-{a.reports_pool}")
+    pooler_cfg = configs.parse(f"pgbouncer2-{a.batch_pool}-{a.reports_pool}")
     try:
         for rep in range(a.reps):
             order = list(cfgs)
@@ -257,9 +264,9 @@ def write_page(res, a, cfgs, runs):
             f"{a.batch_queries} long index joins (PLQ_12, 18, 25 forced through lineorder's index). Closed loop, "
             f"fixed work, parallel workers off, one transaction per query. `shared` and `classes` run "
             f"`mccdb.schedule = {a.policy}` with the gate's default slots (the CPUs sharing the LLC); `classes` "
-            f"adds the classes `reports` (priority 10, no slot limit) and `batch` (priority 0, slots "
-            f"{a.batch_slots}); `pgbouncer2` puts batch in a pool of {a.batch_slots} and reports in a pool of "
-            f"{a.reports_pool}. {a.reps} repetitions, configurations in a seeded random order (seed {a.seed}).\n")
+            f"adds the classes `reports` (priority 10, no slot limit) and `batch` (priority 0, "
+            f"{f'slots {a.batch_slots}' if a.batch_slots else 'no slot limit: priority only'}); `pgbouncer2` puts "
+            f"batch in a pool of {a.batch_pool} and reports in a pool of {a.reports_pool}. {a.reps} repetitions, configurations in a seeded random order (seed {a.seed}).\n")
     p95 = lambda cls: lambda r: stats.percentile(r["lat"][cls], 95)  # noqa: E731
     mean = lambda cls: lambda r: statistics.fmean(r["lat"][cls])  # noqa: E731
     p99 = lambda cls: lambda r: stats.percentile(r["lat"][cls], 99)  # noqa: E731
