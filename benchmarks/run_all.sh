@@ -127,5 +127,6 @@ bench memory_budget --reps 5
 # Workload classes (issue 50): two roles in a high and a low class, against one
 # shared class, stock and PgBouncer with a pool per role.
 bench classes --db ssb --reps 3
+bench classes --db ssb --batch-slots 0 --reps 3 --name workload-classes-priority-only
 on_pg18 memory_budget_pg18
 bench fig5_table2 --db plq
