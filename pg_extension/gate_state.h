@@ -192,6 +192,7 @@ typedef struct AdmissionShared
 	/* bumped whenever a known query comes or goes: read without the lock */
 	pg_atomic_uint64 known_generation;
 	int			nclasses;		/* at least 1: default */
+	Oid			classes_dbid;	/* the database whose mccdb_class they are; 0: none */
 	WorkloadClass classes[MCCDB_MAX_CLASSES];
 	WorkloadClassStats class_stats[MCCDB_MAX_CLASSES];
 	int			nentries;

@@ -39,6 +39,7 @@
 #include "tcop/utility.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "commands/dbcommands.h"
 #include "workload_class.h"
 
 PG_MODULE_MAGIC;
@@ -189,6 +190,28 @@ mccdb_ExecutorFinish(QueryDesc *queryDesc)
 }
 
 /*
+ * The database a statement takes the workload classes' table away from,
+ * or InvalidOid: DROP EXTENSION mccdb (this database) or DROP DATABASE
+ * (looked up before it is gone).  If the classes in force came from it,
+ * they go when the drop commits (workload_class.c).
+ */
+static Oid
+drops_classes_source(Node *stmt)
+{
+	if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION)
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((DropStmt *) stmt)->objects)
+			if (strcmp(strVal(lfirst(lc)), "mccdb") == 0)
+				return MyDatabaseId;
+	}
+	else if (IsA(stmt, DropdbStmt))
+		return get_database_oid(((DropdbStmt *) stmt)->dbname, true);
+	return InvalidOid;
+}
+
+/*
  * Does this utility run, at its own level, a query the client sent?
  * EXPLAIN (ANALYZE), CREATE TABLE AS and SELECT INTO, REFRESH MATERIALIZED
  * VIEW, EXECUTE, DECLARE and FETCH of a cursor, COPY TO: their query stays
@@ -226,6 +249,7 @@ mccdb_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	bool		nests = !runs_client_query(stmt);
 	bool		explain = IsA(stmt, ExplainStmt);
 	int			saved_explain = 0;
+	Oid			classes_source = drops_classes_source(stmt);
 
 	if (nests)
 		mccdb_nesting_enter();
@@ -251,6 +275,8 @@ mccdb_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	/* DISCARD ALL resets a session for its next user: the hold too */
 	if (IsA(stmt, DiscardStmt) && ((DiscardStmt *) stmt)->target == DISCARD_ALL)
 		mccdb_admission_discard();
+	if (OidIsValid(classes_source))
+		mccdb_workload_class_source_dropped(classes_source);
 }
 
 /*

@@ -47,6 +47,7 @@
 #define CLASS_FILE "mccdb_classes.conf"
 #define CLASS_FILE_TMP CLASS_FILE ".tmp"
 #define CLASS_MAGIC "# mccdb workload classes 1"
+/* the second line: "database OID", the database whose table they are */
 
 char	   *mccdb_class_name = NULL;
 
@@ -56,6 +57,7 @@ PG_FUNCTION_INFO_V1(mccdb_load_classes);
 /* Read at commit, installed at its end: this backend's pending change. */
 static WorkloadClass pending[MCCDB_MAX_CLASSES];
 static int	npending = 0;
+static Oid	pending_dbid = InvalidOid;
 static bool have_pending = false;
 static SubTransactionId pending_subid = InvalidSubTransactionId;
 static bool callbacks_registered = false;
@@ -126,7 +128,7 @@ with_default_first(WorkloadClass *out, const WorkloadClass *in, int n)
  * gone.  Caller holds the lock.
  */
 static void
-install_locked(const WorkloadClass *defs, int n, WorkloadClassStats *old_stats)
+install_locked(const WorkloadClass *defs, int n, Oid dbid, WorkloadClassStats *old_stats)
 {
 	WorkloadClass old[MCCDB_MAX_CLASSES];
 	int			nold = mccdb_adm->nclasses;
@@ -137,6 +139,7 @@ install_locked(const WorkloadClass *defs, int n, WorkloadClassStats *old_stats)
 	memset(mccdb_adm->class_stats, 0, sizeof(mccdb_adm->class_stats));
 	memcpy(mccdb_adm->classes, defs, sizeof(WorkloadClass) * n);
 	mccdb_adm->nclasses = n;
+	mccdb_adm->classes_dbid = dbid;
 	for (int i = 0; i < nold; i++)
 	{
 		moved_to[i] = mccdb_workload_class_find(old[i].name);
@@ -157,12 +160,12 @@ install_locked(const WorkloadClass *defs, int n, WorkloadClassStats *old_stats)
 }
 
 static void
-install(const WorkloadClass *defs, int n)
+install(const WorkloadClass *defs, int n, Oid dbid)
 {
 	WorkloadClassStats *old_stats = palloc(sizeof(mccdb_adm->class_stats));
 
 	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
-	install_locked(defs, n, old_stats);
+	install_locked(defs, n, dbid, old_stats);
 	LWLockRelease(mccdb_adm->lock);
 	pfree(old_stats);
 	/* a waiter may now fit in its class */
@@ -195,18 +198,19 @@ mccdb_workload_class_admitted(int c, double wait_ms, bool starved)
 /* ---- the file ---- */
 
 /*
- * The file: a header line, then one line per class other than a built-in
- * default: name slots priority memory_share queue_timeout_ms action
- * short_query_ms.  Written to CLASS_FILE_TMP, fsynced; renamed at commit.
+ * The file: a header line, the database whose table the classes are, then
+ * one line per class other than a built-in default: name slots priority
+ * memory_share queue_timeout_ms action short_query_ms.  Written to
+ * CLASS_FILE_TMP, fsynced; renamed at commit.
  */
 static void
-write_class_file(const WorkloadClass *defs, int n)
+write_class_file(const WorkloadClass *defs, int n, Oid dbid)
 {
 	StringInfoData buf;
 	int			fd;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "%s\n", CLASS_MAGIC);
+	appendStringInfo(&buf, "%s\ndatabase %u\n", CLASS_MAGIC, dbid);
 	for (int i = 0; i < n; i++)
 		appendStringInfo(&buf, "%s %d %d %.17g %d %d %d\n", defs[i].name,
 						 defs[i].slots, defs[i].priority, defs[i].memory_share,
@@ -241,7 +245,7 @@ write_class_file(const WorkloadClass *defs, int n)
  * is ignored whole (LOG): every statement is then in default.
  */
 static int
-read_class_file(WorkloadClass *defs)
+read_class_file(WorkloadClass *defs, Oid *dbid)
 {
 	FILE	   *f = AllocateFile(CLASS_FILE, "r");
 	char		line[256];
@@ -256,7 +260,8 @@ read_class_file(WorkloadClass *defs)
 					 errmsg("mccdb: could not read \"%s\": %m", CLASS_FILE)));
 		return 0;
 	}
-	if (fgets(line, sizeof(line), f) == NULL || strncmp(line, CLASS_MAGIC, strlen(CLASS_MAGIC)) != 0)
+	if (fgets(line, sizeof(line), f) == NULL || strncmp(line, CLASS_MAGIC, strlen(CLASS_MAGIC)) != 0 ||
+		fgets(line, sizeof(line), f) == NULL || sscanf(line, "database %u", dbid) != 1)
 		ok = false;
 	while (ok && fgets(line, sizeof(line), f) != NULL)
 	{
@@ -290,6 +295,7 @@ workload_class_shmem_startup(void)
 {
 	WorkloadClass defs[MCCDB_MAX_CLASSES];
 	WorkloadClass ordered[MCCDB_MAX_CLASSES];
+	Oid			dbid = InvalidOid;
 	int			n;
 
 	if (prev_shmem_startup_hook)
@@ -301,7 +307,8 @@ workload_class_shmem_startup(void)
 		ereport(LOG,
 				(errcode_for_file_access(),
 				 errmsg("mccdb: could not remove \"%s\": %m", CLASS_FILE_TMP)));
-	n = read_class_file(defs);
+	n = read_class_file(defs, &dbid);
+	mccdb_adm->classes_dbid = n > 0 ? dbid : InvalidOid;
 	mccdb_adm->nclasses = with_default_first(ordered, defs, n);
 	memcpy(mccdb_adm->classes, ordered, sizeof(WorkloadClass) * mccdb_adm->nclasses);
 }
@@ -317,7 +324,7 @@ class_xact_callback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_PRE_COMMIT:
 			/* may still fail the transaction: then nothing changes */
-			write_class_file(pending, npending);
+			write_class_file(pending, npending, pending_dbid);
 			break;
 		case XACT_EVENT_COMMIT:
 			/* the transaction is committed: nothing here may fail it */
@@ -326,7 +333,7 @@ class_xact_callback(XactEvent event, void *arg)
 				WorkloadClass ordered[MCCDB_MAX_CLASSES];
 				int			n = with_default_first(ordered, pending, npending);
 
-				install(ordered, n);
+				install(ordered, n, pending_dbid);
 			}
 			have_pending = false;
 			break;
@@ -356,6 +363,22 @@ class_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		pending_subid = parentSubid;
 	else if (event == SUBXACT_EVENT_ABORT_SUB)
 		have_pending = false;
+}
+
+/* Install these classes when this transaction commits. */
+static void
+stage(int n, Oid dbid)
+{
+	npending = n;
+	pending_dbid = dbid;
+	have_pending = true;
+	pending_subid = GetCurrentSubTransactionId();
+	if (!callbacks_registered)
+	{
+		RegisterXactCallback(class_xact_callback, NULL);
+		RegisterSubXactCallback(class_subxact_callback, NULL);
+		callbacks_registered = true;
+	}
 }
 
 /*
@@ -464,15 +487,7 @@ stage_classes(Oid relid)
 	SPI_finish();
 	/* sorted here, not by ORDER BY: no operator the session's search_path finds */
 	qsort(pending, n, sizeof(WorkloadClass), compare_class_names);
-	npending = n;
-	have_pending = true;
-	pending_subid = GetCurrentSubTransactionId();
-	if (!callbacks_registered)
-	{
-		RegisterXactCallback(class_xact_callback, NULL);
-		RegisterSubXactCallback(class_subxact_callback, NULL);
-		callbacks_registered = true;
-	}
+	stage(n, MyDatabaseId);
 	return n;
 }
 
@@ -532,6 +547,21 @@ mccdb_load_classes(PG_FUNCTION_ARGS)
 				 errmsg("table mccdb_class does not exist"),
 				 errhint("Run ALTER EXTENSION mccdb UPDATE.")));
 	PG_RETURN_INT32(stage_classes(relid));
+}
+
+void
+mccdb_workload_class_source_dropped(Oid dbid)
+{
+	bool		theirs;
+
+	if (mccdb_adm == NULL)
+		return;
+	lock_classes_for_change();
+	LWLockAcquire(mccdb_adm->lock, LW_SHARED);
+	theirs = OidIsValid(dbid) && mccdb_adm->classes_dbid == dbid;
+	LWLockRelease(mccdb_adm->lock);
+	if (theirs)
+		stage(0, InvalidOid);
 }
 
 /* mccdb.class: a name the table could hold, or empty. */

@@ -24,6 +24,13 @@ extern void mccdb_workload_class_init(void);
 /* The class named, or -1; caller holds the lock. */
 extern int	mccdb_workload_class_find(const char *name);
 
+/*
+ * DROP EXTENSION mccdb in this database, or DROP DATABASE of dbid, has
+ * succeeded: when the classes in force are that database's table, they go
+ * when the transaction commits (the server is left with default only).
+ */
+extern void mccdb_workload_class_source_dropped(Oid dbid);
+
 /* An admission of class c after waiting ms; caller holds the lock. */
 extern void mccdb_workload_class_admitted(int c, double wait_ms, bool starved);
 

@@ -377,3 +377,38 @@ def test_a_class_deleted_while_its_statement_waits_moves_it_to_default(ctl, clas
             assert not t.is_alive()
     finally:
         ctl.execute("select mccdb_hold_admission(false)")
+
+
+def test_dropping_the_extension_or_database_the_classes_came_from_removes_them(ctl, classes):
+    scratch = "mccdb_cl_scratch"
+    ctl.execute(f"drop database if exists {scratch} with (force)")
+    ctl.execute(f"create database {scratch}")
+    try:
+        # classes from ssb: dropping the extension elsewhere leaves them
+        classes({"name": "narrow", "slots": 1})
+        with psycopg.connect(dbname=scratch, autocommit=True) as c:
+            c.execute("create extension mccdb")
+            c.execute("drop extension mccdb")
+        assert ctl.execute("select count(*) from mccdb_classes").fetchone() == (2,)
+        # classes from scratch: a rolled-back drop leaves them, a drop removes them
+        with psycopg.connect(dbname=scratch, autocommit=True) as c:
+            c.execute("create extension mccdb")
+            c.execute("insert into mccdb_class (name, slots) values ('elsewhere', 3)")
+            assert [r[0] for r in ctl.execute("select name from mccdb_classes")] == \
+                ["default", "elsewhere"]
+            with pytest.raises(psycopg.errors.DivisionByZero):
+                with c.transaction():
+                    c.execute("drop extension mccdb")
+                    c.execute("select 1 / 0")
+            assert ctl.execute("select count(*) from mccdb_classes").fetchone() == (2,)
+            c.execute("drop extension mccdb")
+        assert ctl.execute("select name from mccdb_classes").fetchall() == [("default",)]
+        # and DROP DATABASE of the database they came from
+        with psycopg.connect(dbname=scratch, autocommit=True) as c:
+            c.execute("create extension mccdb")
+            c.execute("insert into mccdb_class (name) values ('elsewhere')")
+        assert ctl.execute("select count(*) from mccdb_classes").fetchone() == (2,)
+        ctl.execute(f"drop database {scratch}")
+        assert ctl.execute("select name from mccdb_classes").fetchall() == [("default",)]
+    finally:
+        ctl.execute(f"drop database if exists {scratch} with (force)")
