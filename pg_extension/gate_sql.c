@@ -289,7 +289,7 @@ mccdb_classes(PG_FUNCTION_ARGS)
 	int			running[MCCDB_MAX_CLASSES] = {0};
 	int			running_slots[MCCDB_MAX_CLASSES] = {0};
 	int			waiting[MCCDB_MAX_CLASSES] = {0};
-	int64		memory_kb[MCCDB_MAX_CLASSES] = {0};
+	MemoryInUse memory;
 
 	mccdb_admission_require_shmem();
 	InitMaterializedSRF(fcinfo, 0);
@@ -306,16 +306,13 @@ mccdb_classes(PG_FUNCTION_ARGS)
 
 		if (e->state == ENTRY_WAITING)
 			waiting[e->wclass]++;
-		else if (e->state == ENTRY_RUNNING || e->state == ENTRY_LENT)
+		else if (e->state == ENTRY_RUNNING)
 		{
-			memory_kb[e->wclass] += e->memory_kb;
-			if (e->state == ENTRY_RUNNING)
-			{
-				running[e->wclass]++;
-				running_slots[e->wclass] += e->slots;
-			}
+			running[e->wclass]++;
+			running_slots[e->wclass] += e->slots;
 		}
 	}
+	memory = mccdb_memory_in_use();
 	LWLockRelease(mccdb_adm->lock);
 
 	for (int c = 0; c < nclasses; c++)
@@ -341,7 +338,7 @@ mccdb_classes(PG_FUNCTION_ARGS)
 		values[7] = Int32GetDatum(running[c]);
 		values[8] = Int32GetDatum(running_slots[c]);
 		values[9] = Int32GetDatum(waiting[c]);
-		values[10] = Int64GetDatum(memory_kb[c] * 1024);
+		values[10] = Int64GetDatum((memory.class_running_kb[c] + memory.class_lent_kb[c]) * 1024);
 		values[11] = Int64GetDatum(s->admitted);
 		values[12] = Int64GetDatum(s->starved);
 		values[13] = Int64GetDatum(s->timed_out);

@@ -248,6 +248,9 @@ typedef struct MemoryInUse
 {
 	int64		running_kb;
 	int64		lent_kb;		/* a cursor between fetches, a stalled client */
+	/* the same by workload class (a class's memory_share) */
+	int64		class_running_kb[MCCDB_MAX_CLASSES];
+	int64		class_lent_kb[MCCDB_MAX_CLASSES];
 } MemoryInUse;
 
 /* policy.c; the caller holds the lock. */

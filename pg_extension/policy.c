@@ -128,16 +128,23 @@ mccdb_place_locked(AdmissionEntry *e, bool must)
 MemoryInUse
 mccdb_memory_in_use(void)
 {
-	MemoryInUse use = {0, 0};
+	MemoryInUse use;
 
+	memset(&use, 0, sizeof(use));
 	for (int i = 0; i < mccdb_adm->nentries; i++)
 	{
 		AdmissionEntry *e = &mccdb_adm->entries[i];
 
 		if (e->state == ENTRY_RUNNING)
+		{
 			use.running_kb += e->memory_kb;
+			use.class_running_kb[e->wclass] += e->memory_kb;
+		}
 		else if (e->state == ENTRY_LENT)
+		{
 			use.lent_kb += e->memory_kb;
+			use.class_lent_kb[e->wclass] += e->memory_kb;
+		}
 	}
 	return use;
 }
@@ -168,8 +175,6 @@ typedef struct PickContext
 {
 	MemoryInUse use;
 	int			class_slots[MCCDB_MAX_CLASSES]; /* of running statements, all lanes but locks */
-	int64		class_running_kb[MCCDB_MAX_CLASSES];
-	int64		class_lent_kb[MCCDB_MAX_CLASSES];
 	int			level;			/* the classes' priority this round */
 } PickContext;
 
@@ -190,8 +195,8 @@ fits_class(const AdmissionEntry *e, const PickContext *pc, bool starving)
 	if (mccdb_memory_budget_kb > 0 && wc->memory_share > 0 && e->memory_kb > 0)
 	{
 		int64		share = (int64) (mccdb_memory_budget_kb * wc->memory_share / 100.0);
-		int64		used = pc->class_running_kb[e->wclass] +
-			(starving ? 0 : pc->class_lent_kb[e->wclass]);
+		int64		used = pc->use.class_running_kb[e->wclass] +
+			(starving ? 0 : pc->use.class_lent_kb[e->wclass]);
 
 		if (used > 0 && used + e->memory_kb > share)
 			return false;
@@ -511,14 +516,8 @@ mccdb_pick_next(int64 now_us, EntryLane *lane)
 	{
 		AdmissionEntry *e = &mccdb_adm->entries[i];
 
-		if (e->state == ENTRY_RUNNING)
-		{
-			if (e->lane != LANE_LOCKS)
-				pc.class_slots[e->wclass] += e->slots;
-			pc.class_running_kb[e->wclass] += e->memory_kb;
-		}
-		else if (e->state == ENTRY_LENT)
-			pc.class_lent_kb[e->wclass] += e->memory_kb;
+		if (e->state == ENTRY_RUNNING && e->lane != LANE_LOCKS)
+			pc.class_slots[e->wclass] += e->slots;
 	}
 	for (i = 0; i < mccdb_adm->nentries; i++)
 	{
