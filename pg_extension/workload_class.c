@@ -302,12 +302,21 @@ workload_class_shmem_startup(void)
 		prev_shmem_startup_hook();
 	if (IsUnderPostmaster || mccdb_adm == NULL)
 		return;
-	/* a backend that crashed between PRE_COMMIT and COMMIT left it */
-	if (unlink(CLASS_FILE_TMP) != 0 && errno != ENOENT)
+	n = read_class_file(defs, &dbid);
+
+	/*
+	 * A backend that crashed between PRE_COMMIT and COMMIT left it.  Whether
+	 * its transaction committed only the table can tell, which the
+	 * postmaster cannot read: the DBA is told how to install it.
+	 */
+	if (unlink(CLASS_FILE_TMP) == 0)
+		ereport(LOG,
+				(errmsg("mccdb: a change of the workload classes was interrupted; the classes in force are those before it"),
+				 errhint("If the change committed, SELECT mccdb_load_classes() in the database whose mccdb_class holds the classes installs it.")));
+	else if (errno != ENOENT)
 		ereport(LOG,
 				(errcode_for_file_access(),
 				 errmsg("mccdb: could not remove \"%s\": %m", CLASS_FILE_TMP)));
-	n = read_class_file(defs, &dbid);
 	mccdb_adm->classes_dbid = n > 0 ? dbid : InvalidOid;
 	mccdb_adm->nclasses = with_default_first(ordered, defs, n);
 	memcpy(mccdb_adm->classes, ordered, sizeof(WorkloadClass) * mccdb_adm->nclasses);

@@ -303,6 +303,73 @@ def test_changes_take_effect_at_commit_only(ctl, classes):
             c.execute("insert into mccdb_class (name) values ('Bad Name')")
 
 
+def test_at_most_31_classes_besides_default(ctl, classes):
+    classes()
+    names = "select 'c' || lpad(i::text, 2, '0') from generate_series(%s::int, %s::int) i"
+    ctl.execute(f"insert into mccdb_class (name) {names}", (1, 31))
+    # default may be a row of its own: it takes no class's place
+    ctl.execute("insert into mccdb_class (name, slots) values ('default', 3)")
+    assert ctl.execute("select count(*), max(name) filter (where name <> 'default'), "
+                       "max(slots) filter (where name = 'default') from mccdb_classes"
+                       ).fetchone() == (32, "c31", 3)
+    with pytest.raises(psycopg.errors.ProgramLimitExceeded) as err:
+        ctl.execute("insert into mccdb_class (name) values ('c32')")
+    assert "31 classes besides default" in err.value.diag.message_primary
+    assert err.value.diag.message_hint
+    # the failed change left the table and the server's classes as they were
+    assert ctl.execute("select count(*) from mccdb_class").fetchone() == (32,)
+    assert ctl.execute("select count(*) from mccdb_classes").fetchone() == (32,)
+    ctl.execute("delete from mccdb_class where name = 'default'")
+    with pytest.raises(psycopg.errors.ProgramLimitExceeded):
+        ctl.execute(f"insert into mccdb_class (name) {names}", (32, 33))
+    assert ctl.execute("select count(*) from mccdb_classes").fetchone() == (32,)
+
+
+@pytest.mark.parametrize("isolation", ["repeatable read", "serializable"])
+def test_a_change_under_snapshot_isolation_keeps_what_committed_since_its_snapshot(
+        ctl, classes, isolation):
+    classes({"name": "narrow", "slots": 1})
+    with connect() as rr, connect() as other:
+        with rr.transaction():
+            rr.execute(f"set transaction isolation level {isolation}")
+            assert rr.execute("select count(*) from mccdb_class").fetchone() == (1,)
+            # committed after rr's snapshot was taken: rr's own reads miss it
+            other.execute("insert into mccdb_class (name, slots) values ('wide', 4)")
+            assert rr.execute("select count(*) from mccdb_class").fetchone() == (1,)
+            rr.execute("insert into mccdb_class (name, slots) values ('low', 2)")
+        # the server installs the table as committed, not as rr saw it
+        assert ctl.execute("select name, slots from mccdb_classes order by name").fetchall() == [
+            ("default", None), ("low", 2), ("narrow", 1), ("wide", 4)]
+
+
+def test_a_transaction_that_changed_the_classes_cannot_be_prepared(ctl, classes):
+    classes({"name": "narrow", "slots": 1})
+    tmp_file = ("select count(*) from pg_ls_dir('.') f "
+                "where f = 'mccdb_classes.conf.tmp'")
+    with connect() as c:
+        c.autocommit = False
+        c.execute("update mccdb_class set slots = 5")
+        with pytest.raises(psycopg.errors.FeatureNotSupported) as err:
+            c.execute("prepare transaction 'mccdb_cl_prepared'")
+        assert "mccdb_class" in err.value.diag.message_primary
+        assert "transaction of their own" in err.value.diag.message_hint
+        c.rollback()
+        # nothing prepared, nothing installed, no file left behind
+        assert c.execute("select count(*) from pg_prepared_xacts "
+                         "where gid = 'mccdb_cl_prepared'").fetchone() == (0,)
+        c.rollback()
+    assert ctl.execute("select slots from mccdb_classes where name = 'narrow'").fetchone() == (1,)
+    assert ctl.execute(tmp_file).fetchone() == (0,)
+    # a transaction that did not change them meets only PostgreSQL's own rules
+    if ctl.execute("show max_prepared_transactions").fetchone() == ("0",):
+        with connect() as c:
+            c.autocommit = False
+            c.execute("select count(*) from mccdb_class")
+            with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState):
+                c.execute("prepare transaction 'mccdb_cl_prepared'")
+            c.rollback()
+
+
 def test_a_statement_of_a_class_that_does_not_exist_waits_in_default(ctl, classes):
     configure(ctl, schedule="mls", corun_slots=4, max_wait="10min", min_cost=0)
     classes({"name": "narrow", "slots": 1})
@@ -359,6 +426,22 @@ def test_a_damaged_class_file_is_ignored_with_a_log_line(restarted_classes):
             assert c.execute("select mccdb_load_classes()").fetchone() == (1,)
             assert c.execute(SETTINGS).fetchall() == restarted_classes
     assert "ignoring malformed workload class file" in log.text
+
+
+def test_a_change_interrupted_by_a_crash_leaves_the_classes_before_it(restarted_classes):
+    """A backend that died between writing the new file and renaming it
+    leaves the temporary file: at the next start the classes are the
+    last installed ones and the log says how to install the table's."""
+    data = cluster("stop") / "data"
+    (data / "mccdb_classes.conf.tmp").write_text("# mccdb workload classes 1\ndatabase 1\n"
+                                                  "narrow 9 0 -1 -1 -1 -1\n")
+    with server_log() as log:
+        cluster("restart")
+        with connect() as c:
+            assert c.execute(SETTINGS).fetchall() == restarted_classes
+    assert "change of the workload classes was interrupted" in log.text
+    assert "mccdb_load_classes()" in log.text
+    assert not (data / "mccdb_classes.conf.tmp").exists()
 
 
 def test_a_class_deleted_while_its_statement_waits_moves_it_to_default(ctl, classes):
