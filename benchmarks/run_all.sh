@@ -116,11 +116,12 @@ bench workload --db ssb --mix long --mode closed --clients 6 --per-client 6 --pa
 # them.  The two-pool PgBouncer (pgbouncer2: OLTP and analytics in pools of
 # their own) stands beside pgbouncer in the bimodal lines (closed, closed
 # with parallel workers, open at 50/80/95%) and the closed ad-hoc line; the
-# ad-hoc open line has not been re-run with it yet (the short and long mixes
-# have no OLTP to separate)
+# ad-hoc open lines (the short and long mixes have no OLTP to separate)
 bench workload --db ssb --mix adhoc --mode closed --clients 6 --per-client 10 --oltp-seconds 60 --configs stock,pgbouncer,pgbouncer2,mccdb:predictive,mccdb:shortest --reps 3
 bench workload --db ssb --mix adhoc --mode closed --clients 6 --per-client 10 --oltp-seconds 60 --parallel-workers 2 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3 --name scheduler-vs-pooler-adhoc-closed-pw2
 bench workload --db ssb --mix adhoc --mode open --load 0.8 --clients 6 --per-client 10 --arrivals 60 --seconds 600 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3
+bench workload --db ssb --mix adhoc --mode open --load 0.8 --clients 6 --per-client 10 --arrivals 60 --seconds 600 --parallel-workers 2 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3 --name scheduler-vs-pooler-adhoc-open-pw2
+bench workload --db ssb --mix bimodal --mode open --load 0.5,0.8,0.95 --clients 6 --per-client 10 --arrivals 60 --seconds 600 --oltp-seconds 30 --parallel-workers 2 --configs stock,pgbouncer,mccdb:predictive,mccdb:shortest --reps 3 --name scheduler-vs-pooler-bimodal-open-pw2
 # (issue 50) admission by memory: six big hash joins at once in a memory
 # cgroup (root or passwordless sudo), with and without mccdb.memory_budget
 bench memory_budget --reps 5

@@ -58,6 +58,7 @@ quiet-machine guard.  --parallel-workers sets max_parallel_workers_per_gather
     eval "$(scripts/pg-cluster.sh env demo)"
     .venv/bin/python -m mccdb_bench.workload --db ssb --mix short --mode closed --reps 3
 """
+import contextlib
 import math
 import os
 import pathlib
@@ -74,7 +75,7 @@ import time
 from dataclasses import dataclass
 
 from . import configs
-from .harness import pg, report, sqlfiles, stats
+from .harness import idle_wait, pg, report, sqlfiles, stats
 from .harness.cli import parser, run, say_fn, start_guard
 from .harness.probes import scale_of
 
@@ -467,7 +468,8 @@ def main(argv=None):
                             what = f"{cfg.name}" + (f", load {load}" if load else "") + f" (repetition {r + 1})"
                             say(f"repetition {r + 1}: {what}")
                             with guard.measuring(what):
-                                got[cfg.name], extra = run_one(cfg, target, env, load, plans, seqs, a, tmp)
+                                got[cfg.name], extra = run_one(cfg, target, env, load, plans, seqs, a, tmp,
+                                                               pooler)
                         for k, v in extra.items():
                             extras.setdefault((load, cfg.name), {}).setdefault(k, []).append(v)
                         s = got[cfg.name].get("all analytics", {})
@@ -484,8 +486,40 @@ def main(argv=None):
     return res, per
 
 
-def run_one(cfg, target, env, load, plans, seqs, a, tmp):
+@contextlib.contextmanager
+def queue_sampler(cfg, pooler, db):
+    """The idle-while-waiting sampler of cfg's queue for the block: mccdb's
+    gate, the pooler's clients waiting for a connection, none for stock."""
+    import psycopg
+    with contextlib.ExitStack() as stack:
+        if cfg.mccdb:
+            waiting = idle_wait.gate_waiting(stack.enter_context(pg.connect(db, base=False)))
+        elif pooler is not None:
+            waiting = idle_wait.pooler_waiting(stack.enter_context(psycopg.connect(
+                **pooler.conninfo(), dbname="pgbouncer", autocommit=True)))
+        else:
+            waiting = lambda: 0     # noqa: E731 (no queue)
+        sampler = idle_wait.IdleWhileWaiting(waiting)
+        sampler.start()
+        try:
+            yield sampler
+        finally:
+            sampler.stop()
+
+
+def run_one(cfg, target, env, load, plans, seqs, a, tmp, pooler=None):
     """One configuration, one repetition: ({class: stats}, extra values)."""
+    with queue_sampler(cfg, pooler, a.db) as sampler:
+        st, extra = run_work(cfg, target, env, load, plans, seqs, a, tmp, sampler.stop)
+    extra["CPU idle CPU-s"] = sampler.idle_s
+    extra["CPU idle while work waited CPU-s"] = sampler.idle_waiting_s
+    extra["work waited s"] = sampler.waiting_s
+    return st, extra
+
+
+def run_work(cfg, target, env, load, plans, seqs, a, tmp, analytics_done=lambda: None):
+    """The mix's analytics (and pgbench) in one configuration; calls
+    analytics_done() when the analytics end, before pgbench's end."""
     oltp = None
     extra = {}
     adb = configs.dbname_for(cfg, a.db, "analytics")     # the database itself, or its class's pooler alias
@@ -494,6 +528,7 @@ def run_one(cfg, target, env, load, plans, seqs, a, tmp):
         if a.mix in OLTP_MIXES:
             oltp = start_pgbench(odb, env, a, a.oltp_seconds, tmp)
         wall, done, finished = run_closed(seqs, adb, target, a)
+        analytics_done()
         extra["wall s"] = wall
         extra["one client left s"] = lone_tail(finished)
     else:
@@ -505,6 +540,7 @@ def run_one(cfg, target, env, load, plans, seqs, a, tmp):
         else:
             started = None
         wall, done, waited = run_open(arr, items, adb, target, a, started)
+        analytics_done()
         oltp = box.get("oltp")
         extra["wall s"] = wall
         extra["longest wait for a client connection s"] = waited
@@ -565,6 +601,10 @@ def write_page(res, a, cfgs, groups, loads, plans, capacity_note, per, recorded,
             f"{a.reps} repetitions; median (min-max) over the repetitions; ratios within a repetition.\n")
     if pooler_text(a, cfgs, added):
         res.add(pooler_text(a, cfgs, added))
+    res.add("Run times also show the CPUs' idle time while the analytics ran (both CPUs, /proc/stat, iowait counted as "
+            "idle) and the part of it in the 0.1 s intervals that began with a statement waiting: in mccdb's gate "
+            "(`mccdb_queue`) or for a PgBouncer server connection (SHOW POOLS' cl_waiting); stock has no queue. "
+            "Idle CPU while work waited is capacity the queue left unused.\n")
     res.table(["configuration", "what", "settings as it ran"],
               [[c.name, c.describe(), ", ".join(f"{k} = {v}" for k, v in recorded.get(c.name, {}).items())]
                for c in cfgs])

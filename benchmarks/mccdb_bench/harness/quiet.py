@@ -35,16 +35,19 @@ def loadavg1():
         return float(f.read().split()[0])
 
 
+def cpu_times():
+    """All CPUs' (idle, total) time so far in clock ticks (/proc/stat);
+    idle counts iowait too: a CPU waiting for I/O could run something."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return v[3] + (v[4] if len(v) > 4 else 0), sum(v)
+
+
 def cpu_busy(seconds=2.0):
     """Fraction of all CPUs' time spent not idle over `seconds`."""
-    def sample():
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-        idle = v[3] + (v[4] if len(v) > 4 else 0)
-        return idle, sum(v)
-    i0, t0 = sample()
+    i0, t0 = cpu_times()
     time.sleep(seconds)
-    i1, t1 = sample()
+    i1, t1 = cpu_times()
     return 1.0 - (i1 - i0) / max(t1 - t0, 1)
 
 
