@@ -490,13 +490,11 @@ def main(argv=None):
 def queue_sampler(cfg, pooler, db):
     """The idle-while-waiting sampler of cfg's queue for the block: mccdb's
     gate, the pooler's clients waiting for a connection, none for stock."""
-    import psycopg
     with contextlib.ExitStack() as stack:
         if cfg.mccdb:
             waiting = idle_wait.gate_waiting(stack.enter_context(pg.connect(db, base=False)))
         elif pooler is not None:
-            waiting = idle_wait.pooler_waiting(stack.enter_context(psycopg.connect(
-                **pooler.conninfo(), dbname="pgbouncer", autocommit=True)))
+            waiting = idle_wait.pooler_waiting(stack.enter_context(pooler.console()))
         else:
             waiting = lambda: 0     # noqa: E731 (no queue)
         sampler = idle_wait.IdleWhileWaiting(waiting)

@@ -12,6 +12,7 @@ import os
 import threading
 import time
 
+from .pgbouncer import console_rows
 from .quiet import cpu_times
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -62,16 +63,12 @@ def gate_waiting(conn):
     return lambda: conn.execute("select count(*) from mccdb_queue where state = 'waiting'").fetchone()[0]
 
 
-def pooler_waiting(admin_conn):
+def pooler_waiting(console):
     """waiting() for PgBouncer: clients waiting for a server connection
     (SHOW POOLS' cl_waiting, every pool) on an open admin console
-    connection (simple protocol only: PQexec)."""
-    from psycopg import pq
-
+    connection (PgBouncer.console())."""
     def waiting():
-        r = admin_conn.pgconn.exec_(b"SHOW POOLS")
-        if r.status != pq.ExecStatus.TUPLES_OK:
-            raise RuntimeError(f"pgbouncer SHOW POOLS: {r.error_message.decode(errors='replace').strip()}")
-        col = next(j for j in range(r.nfields) if r.fname(j) == b"cl_waiting")
-        return sum(int(r.get_value(i, col)) for i in range(r.ntuples))
+        names, rows = console_rows(console, "SHOW POOLS")
+        col = names.index("cl_waiting")
+        return sum(int(row[col]) for row in rows)
     return waiting

@@ -245,18 +245,17 @@ class PgBouncer:
         """libpq environment variables that point a client (pgbench) at the pooler."""
         return {"PGHOST": str(self.dir), "PGPORT": str(self.port), "PGUSER": self.user}
 
+    def console(self):
+        """An open connection (autocommit) to PgBouncer's admin console, for
+        console_rows()."""
+        import psycopg
+        return psycopg.connect(**self.conninfo(), dbname="pgbouncer", autocommit=True)
+
     def admin(self, command):
         """Run a command on PgBouncer's admin console (SHOW POOLS, RECONNECT,
-        ...); its rows as tuples of str.  The console speaks the simple query
-        protocol only, so this goes through libpq's PQexec."""
-        import psycopg
-        from psycopg import pq
-        with psycopg.connect(**self.conninfo(), dbname="pgbouncer", autocommit=True) as c:
-            r = c.pgconn.exec_(command.encode())
-            if r.status not in (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK):
-                raise RuntimeError(f"pgbouncer {command!r}: {r.error_message.decode(errors='replace').strip()}")
-            return [tuple(None if r.get_value(i, j) is None else r.get_value(i, j).decode()
-                          for j in range(r.nfields)) for i in range(r.ntuples)]
+        ...) on a connection of its own; its rows as tuples of str."""
+        with self.console() as c:
+            return console_rows(c, command)[1]
 
     def settings(self):
         """What a results page records about the pooler."""
@@ -265,6 +264,19 @@ class PgBouncer:
         for alias, (dbname, size) in self.aliases.items():
             got[f"pool {alias}"] = f"{dbname}, pool_size {size}"
         return got
+
+
+def console_rows(conn, command):
+    """Run a command on an open admin console connection: (column names,
+    rows as tuples of str).  The console speaks the simple query protocol
+    only, so this goes through libpq's PQexec."""
+    from psycopg import pq
+    r = conn.pgconn.exec_(command.encode())
+    if r.status not in (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK):
+        raise RuntimeError(f"pgbouncer {command!r}: {r.error_message.decode(errors='replace').strip()}")
+    names = [r.fname(j).decode() for j in range(r.nfields)]
+    return names, [tuple(None if r.get_value(i, j) is None else r.get_value(i, j).decode()
+                         for j in range(r.nfields)) for i in range(r.ntuples)]
 
 
 def free_port():
