@@ -60,8 +60,14 @@ extern void mccdb_admission_statement_end(MccdbStatement *st);
 /* DISCARD ALL: end this session's hold, as it ends its advisory locks. */
 extern void mccdb_admission_discard(void);
 
-/* In a parallel worker: run in the leader's last-level-cache domain. */
-extern void mccdb_admission_parallel_worker(void);
+/*
+ * In a parallel worker, at its ExecutorStart: run in the leader's
+ * last-level-cache domain, counted in its leader's slots.
+ */
+extern void mccdb_admission_parallel_worker_start(QueryDesc *queryDesc);
+
+/* In a parallel worker whose run is over: its slot back to the waiters. */
+extern void mccdb_admission_parallel_worker_end(void);
 
 /* Live counts of waiting + running queries per queue, for MLS plan choice. */
 extern void mccdb_admission_queue_counts(int *strong_moderate, int *weak);

@@ -213,6 +213,39 @@ charge_slots(AdmissionEntry *e, int sign)
 	check_slots_locked();
 }
 
+/*
+ * The slots an admitted entry holds: its leader, its workers running, and
+ * those of its plan not started yet (reserved at admission, so that they
+ * find their CPUs free when its Gather launches them).  A worker that has
+ * ended gives its slot back: the leader may run long after (a sort, an
+ * aggregate, a join above the Gather), and a slot it kept would leave a CPU
+ * idle while queries wait.  Never more than a domain's slots.
+ */
+static int
+entry_slots(const AdmissionEntry *e)
+{
+	int			running = e->workers_started - e->workers_ended;
+	int			to_come = Max(e->workers_planned - e->workers_started, 0);
+
+	return Min(1 + running + to_come, mccdb_domain_slots(e->domain));
+}
+
+/* Recount an admitted entry's slots after its workers changed; caller holds the lock. */
+static bool
+resize_entry_locked(AdmissionEntry *e)
+{
+	int			slots = entry_slots(e);
+
+	if (slots == e->slots)
+		return false;
+	if (e->state == ENTRY_RUNNING)
+		count_slots(&mccdb_adm->counts, e, -1);
+	e->slots = slots;
+	if (e->state == ENTRY_RUNNING)
+		charge_slots(e, 1);
+	return true;
+}
+
 /* Remove this backend's entry and give back its slots; caller holds the lock. */
 static void
 remove_entry_locked(void)
@@ -664,7 +697,7 @@ admit_locked(MccdbStatement *st, AdmissionEntry *e, int64 enqueued_us,
 	e->since_us = now_us;
 	e->since = GetCurrentTimestamp();
 	e->admit_seq = mccdb_adm->next_admit_seq++;
-	e->slots = Min(e->slots, mccdb_domain_slots(e->domain));
+	e->slots = entry_slots(e);
 	charge_slots(e, 1);
 	mccdb_adm->admitted_total++;
 	if (starved)
@@ -703,25 +736,96 @@ bind_to_domain(int domain)
 }
 
 /*
- * A parallel worker of a placed query runs in its leader's domain.  The
- * worker process ends with the query, so it never binds back.
+ * This parallel worker's place in its leader's entry: the leader's pid and
+ * the admission it counts in (a later statement of the leader has another
+ * admit_seq), or pid 0.
  */
+static int	worker_leader_pid = 0;
+static int64 worker_admit_seq = 0;
+static bool worker_exit_registered = false;
+
+/*
+ * The leader's admitted entry whose statement this worker runs, or NULL: a
+ * statement nested in the gated one (a function's query, never gated) has
+ * its own queryid, and its workers are not the entry's.  Caller holds the
+ * lock.
+ */
+static AdmissionEntry *
+leader_entry_locked(int leader_pid, uint64 queryid)
+{
+	for (int i = 0; i < mccdb_adm->nentries; i++)
+	{
+		AdmissionEntry *e = &mccdb_adm->entries[i];
+
+		if (e->pid == leader_pid && (e->state == ENTRY_RUNNING || e->state == ENTRY_LENT) &&
+			e->queryid == queryid)
+			return e;
+	}
+	return NULL;
+}
+
+/* The worker's process exits, whatever the path (an error ends no ExecutorEnd). */
+static void
+parallel_worker_exit(int code, Datum arg)
+{
+	LWLockReleaseAll();
+	mccdb_admission_parallel_worker_end();
+}
+
 void
-mccdb_admission_parallel_worker(void)
+mccdb_admission_parallel_worker_start(QueryDesc *queryDesc)
 {
 	PGPROC	   *leader = MyProc->lockGroupLeader;
+	AdmissionEntry *e;
 	int			domain = -1;
 
-	if (mccdb_adm == NULL || mccdb_gate_domains() == 1 || leader == NULL || leader == MyProc)
+	if (mccdb_adm == NULL || mccdb_schedule == MCCDB_SCHEDULE_OFF || leader == NULL ||
+		leader == MyProc || worker_leader_pid != 0)
 		return;
-	LWLockAcquire(mccdb_adm->lock, LW_SHARED);
-	for (int i = 0; i < mccdb_adm->nentries; i++)
-		if (mccdb_adm->entries[i].pid == leader->pid && mccdb_adm->entries[i].state != ENTRY_WAITING &&
-			mccdb_adm->entries[i].state != ENTRY_FREE)
-			domain = mccdb_adm->entries[i].domain;
+	if (!worker_exit_registered)
+	{
+		before_shmem_exit(parallel_worker_exit, (Datum) 0);
+		worker_exit_registered = true;
+	}
+	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
+	e = leader_entry_locked(leader->pid, queryDesc->plannedstmt->queryId);
+	if (e != NULL)
+	{
+		domain = e->domain;
+		worker_leader_pid = e->pid;
+		worker_admit_seq = e->admit_seq;
+		e->workers_started++;
+		(void) resize_entry_locked(e);
+	}
 	LWLockRelease(mccdb_adm->lock);
-	if (domain >= 0)
+	/* a placed query's workers run in its leader's domain */
+	if (domain >= 0 && mccdb_gate_domains() > 1)
 		bind_to_domain(domain);
+}
+
+void
+mccdb_admission_parallel_worker_end(void)
+{
+	bool		freed = false;
+
+	if (worker_leader_pid == 0 || mccdb_adm == NULL)
+		return;
+	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < mccdb_adm->nentries; i++)
+	{
+		AdmissionEntry *e = &mccdb_adm->entries[i];
+
+		if (e->pid == worker_leader_pid && e->admit_seq == worker_admit_seq &&
+			(e->state == ENTRY_RUNNING || e->state == ENTRY_LENT))
+		{
+			e->workers_ended++;
+			freed = resize_entry_locked(e);
+		}
+	}
+	LWLockRelease(mccdb_adm->lock);
+	worker_leader_pid = 0;
+	if (freed)
+		ConditionVariableBroadcast(&mccdb_adm->cv);
 }
 
 /* The most lock waiters one check names (a deadlock needs only one). */
@@ -768,7 +872,10 @@ enqueue_locked(MccdbStatement *st, int64 memory_kb, int64 now_us, bool *class_un
 	e->queue_timeout_ms = wc->queue_timeout_ms >= 0 ? wc->queue_timeout_ms : mccdb_queue_timeout_ms;
 	e->queue_timeout_action = wc->queue_timeout_action >= 0 ? wc->queue_timeout_action :
 		mccdb_queue_timeout_action;
-	e->slots = 1 + planned_workers(st->queryDesc->plannedstmt, NULL);
+	e->workers_planned = planned_workers(st->queryDesc->plannedstmt, NULL);
+	e->workers_started = 0;
+	e->workers_ended = 0;
+	e->slots = 1 + e->workers_planned;
 	e->seq = mccdb_adm->next_seq++;
 	e->since_us = now_us;
 	e->since = GetCurrentTimestamp();

@@ -68,7 +68,10 @@ typedef struct AdmissionEntry
 	Oid			userid;			/* who runs it: what others may see of it */
 	Oid			dbid;
 	EntryState	state;
-	int			slots;
+	int			slots;			/* what it holds now: 1 + workers running or to come */
+	int			workers_planned;	/* its plan's parallel workers, reserved at admission */
+	int			workers_started;	/* of them (and relaunches, at a rescan), started */
+	int			workers_ended;	/* and ended: their slots given back */
 	EntryLane	lane;			/* what its slots count against, once admitted */
 	int			cls;			/* MccdbLocalityClass */
 	int			wclass;			/* its workload class: mccdb_adm->classes[wclass] */

@@ -86,7 +86,7 @@ mccdb_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	MccdbStatement *st;
 
 	if (IsParallelWorker())
-		mccdb_admission_parallel_worker();
+		mccdb_admission_parallel_worker_start(queryDesc);
 	mccdb_gate_narrow_plan(queryDesc);
 	if (!statement_wanted(queryDesc, eflags, top))
 	{
@@ -323,6 +323,9 @@ mccdb_ExecutorEnd(QueryDesc *queryDesc)
 		standard_ExecutorEnd(queryDesc);
 	if (st != NULL)
 		mccdb_statement_end(st);
+	/* a worker's part is done: its slot to the waiters, not to its exit */
+	if (IsParallelWorker())
+		mccdb_admission_parallel_worker_end();
 }
 
 void

@@ -298,3 +298,67 @@ def test_parallel_workers_take_slots(ctl):
     t.join(60)
     assert not errors, errors
     assert slots == 3, f"the leader and its 2 planned workers take 3 slots, not {slots}"
+
+
+# A parallel scan in a materialized CTE: its worker ends with the CTE, and
+# then the leader runs on alone, in pg_sleep.
+WORKER_THEN_LEADER = ("/* worker-then-leader */ with c as materialized "
+                      "(select count(*) as n from lineorder where lo_quantity > 1) "
+                      "select n, pg_sleep({}) from c")
+ONE_WORKER = ["set max_parallel_workers_per_gather = 1", "set parallel_setup_cost = 0",
+              "set parallel_tuple_cost = 0", "set min_parallel_table_scan_size = 0"]
+
+
+def plan_nodes(node):
+    yield node
+    for child in node.get("Plans", []):
+        yield from plan_nodes(child)
+
+
+def test_a_worker_that_ended_gives_its_slot_back(ctl):
+    # (issue 50: the gate counted a query's planned workers as slots until the
+    # query ended, so a CPU stayed idle while its leader ran on alone and
+    # other queries waited)
+    configure(ctl, schedule="mls", corun_slots=2, max_wait="10min")
+    errors = []
+    with connect() as c:
+        for s in ONE_WORKER:
+            c.execute(s)
+        plan = c.execute("explain (analyze, format json) "
+                         + WORKER_THEN_LEADER.format(0)).fetchone()[0][0]["Plan"]
+        launched = [n.get("Workers Launched") for n in plan_nodes(plan)
+                    if n["Node Type"] == "Gather"]
+        assert launched == [1], f"the CTE's scan runs with a worker: {plan}"
+
+    def leader():
+        try:
+            with connect() as c:
+                for s in ONE_WORKER:
+                    c.execute(s)
+                c.execute(WORKER_THEN_LEADER.format(6)).fetchone()
+        except Exception as e:  # reported by the test
+            errors.append(e)
+
+    t = threading.Thread(target=leader)
+    t.start()
+    try:
+        # the worker has ended: the leader sleeps, alone in its group
+        wait_until(ctl, "select count(*) from pg_stat_activity "
+                   "where wait_event = 'PgSleep' and query like '%worker-then-leader%'", 1)
+        wait_until(ctl, "select count(*) from pg_stat_activity a join pg_stat_activity l "
+                   "on a.leader_pid = l.pid where l.query like '%worker-then-leader%' "
+                   "and a.pid <> l.pid", 0)
+        assert ctl.execute("select q.slots from mccdb_queue q join pg_stat_activity a using (pid) "
+                           "where a.query like '%worker-then-leader%'").fetchall() == [(1,)], \
+            "a leader whose worker ended holds 1 slot"
+        assert ctl.execute("select used_slots from mccdb_scheduler()").fetchone()[0] == 1
+        # so the second slot takes another query now, not when the leader ends
+        with connect() as c:
+            c.execute("set max_parallel_workers_per_gather = 0")
+            c.execute("set statement_timeout = '4s'")  # the leader sleeps 6 s
+            assert c.execute("/* beside */ select sum(lo_revenue) from lineorder").fetchone()[0] > 0
+        assert t.is_alive(), "the second query ran while the leader still ran"
+    finally:
+        t.join(60)
+    assert not errors, errors
+    wait_until(ctl, "select used_slots from mccdb_scheduler()", 0)
