@@ -224,7 +224,7 @@ charge_slots(AdmissionEntry *e, int sign)
 static int
 entry_slots(const AdmissionEntry *e)
 {
-	int			running = e->workers_started - e->workers_ended;
+	int			running = Max(e->workers_started - e->workers_ended, 0);
 	int			to_come = Max(e->workers_planned - e->workers_started, 0);
 
 	return Min(1 + running + to_come, mccdb_domain_slots(e->domain));
@@ -532,6 +532,46 @@ mccdb_gate_narrow_plan(QueryDesc *queryDesc)
 							 planned, allowed)));
 }
 
+/*
+ * Cut a started statement's Gathers to budget workers between them, in
+ * the order of its plan state.  The executor reads a Gather's num_workers
+ * when the node first runs, so this holds for a statement admitted before
+ * its run.  Its plan may be the plan cache's: a Gather to cut is copied
+ * into the statement's memory and its plan state pointed at the copy
+ * (EXPLAIN ANALYZE shows the workers it was given).
+ */
+static bool
+cut_gather_workers(PlanState *ps, void *context)
+{
+	int		   *budget = context;
+
+	if (ps == NULL)
+		return false;
+	check_stack_depth();
+	if (IsA(ps, GatherState) || IsA(ps, GatherMergeState))
+	{
+		bool		is_gather = IsA(ps, GatherState);
+		Size		size = is_gather ? sizeof(Gather) : sizeof(GatherMerge);
+		int			workers = is_gather ? ((Gather *) ps->plan)->num_workers :
+			((GatherMerge *) ps->plan)->num_workers;
+
+		if (workers > *budget)
+		{
+			Plan	   *copy = MemoryContextAlloc(ps->state->es_query_cxt, size);
+
+			memcpy(copy, ps->plan, size);
+			workers = *budget;
+			if (is_gather)
+				((Gather *) copy)->num_workers = workers;
+			else
+				((GatherMerge *) copy)->num_workers = workers;
+			ps->plan = copy;
+		}
+		*budget -= workers;
+	}
+	return planstate_tree_walker(ps, cut_gather_workers, context);
+}
+
 /* Is a function one of the mccdb extension's? */
 static bool
 is_own_function(Oid funcid, Oid ext)
@@ -678,6 +718,40 @@ gate_applies(MccdbStatement *st)
 		!is_own_statement(st->queryDesc->plannedstmt);
 }
 
+/*
+ * The slots e may take when admitted in its domain now: those its domain
+ * and its workload class have free.  The policies admit a waiter when its
+ * leader fits, so that a parallel query never keeps a free slot idle while
+ * it waits for as many as it planned; it runs with the workers that fit
+ * (mccdb_gate_cut_workers), as PostgreSQL runs a query when
+ * max_parallel_workers is used up.  The short lane runs beside the slots,
+ * and the lock lane past them: only their class limits them.  Caller holds
+ * the lock.
+ */
+static int
+free_slots_for(const AdmissionEntry *e, EntryLane lane)
+{
+	const WorkloadClass *wc = &mccdb_adm->classes[e->wclass];
+	int			free = INT_MAX;
+
+	if (lane == LANE_SLOTS)
+		free = mccdb_domain_slots(e->domain) - mccdb_adm->counts.domain_used[e->domain];
+	if (wc->slots > 0 && lane != LANE_LOCKS)
+	{
+		int			class_used = 0;
+
+		for (int i = 0; i < mccdb_adm->nentries; i++)
+		{
+			const AdmissionEntry *r = &mccdb_adm->entries[i];
+
+			if (r->state == ENTRY_RUNNING && r->lane != LANE_LOCKS && r->wclass == e->wclass)
+				class_used += r->slots;
+		}
+		free = Min(free, wc->slots - class_used);
+	}
+	return free;
+}
+
 /* Take the slots of this backend's entry as admitted; caller holds the lock. */
 static void
 admit_locked(MccdbStatement *st, AdmissionEntry *e, int64 enqueued_us,
@@ -697,6 +771,7 @@ admit_locked(MccdbStatement *st, AdmissionEntry *e, int64 enqueued_us,
 	e->since_us = now_us;
 	e->since = GetCurrentTimestamp();
 	e->admit_seq = mccdb_adm->next_admit_seq++;
+	e->workers_planned = Min(e->workers_planned, Max(free_slots_for(e, lane) - 1, 0));
 	e->slots = entry_slots(e);
 	charge_slots(e, 1);
 	mccdb_adm->admitted_total++;
@@ -872,10 +947,14 @@ enqueue_locked(MccdbStatement *st, int64 memory_kb, int64 now_us, bool *class_un
 	e->queue_timeout_ms = wc->queue_timeout_ms >= 0 ? wc->queue_timeout_ms : mccdb_queue_timeout_ms;
 	e->queue_timeout_action = wc->queue_timeout_action >= 0 ? wc->queue_timeout_action :
 		mccdb_queue_timeout_action;
-	e->workers_planned = planned_workers(st->queryDesc->plannedstmt, NULL);
-	e->workers_started = 0;
-	e->workers_ended = 0;
-	e->slots = 1 + e->workers_planned;
+	if (entry_statement != st)
+	{
+		/* a lent statement that waits again keeps its workers' counts */
+		e->workers_planned = planned_workers(st->queryDesc->plannedstmt, NULL);
+		e->workers_started = 0;
+		e->workers_ended = 0;
+	}
+	e->slots = entry_slots(e);
 	e->seq = mccdb_adm->next_seq++;
 	e->since_us = now_us;
 	e->since = GetCurrentTimestamp();
@@ -989,6 +1068,7 @@ wait_for_admission(MccdbStatement *st)
 	int			nlock_waiters = 0;
 	bool		admitted = false;
 	int			domain = -1;
+	int			workers = 0;
 	int64		memory_kb;
 	bool		class_unknown;
 
@@ -1067,10 +1147,22 @@ wait_for_admission(MccdbStatement *st)
 				admit_locked(st, e, enqueued_us, now_us, lane);
 				admitted = true;
 				domain = e->domain;
+				workers = e->workers_planned;
 			}
 			LWLockRelease(mccdb_adm->lock);
 			if (admitted)
 			{
+				int			planned = planned_workers(st->queryDesc->plannedstmt, NULL);
+
+				if (workers < planned && st->queryDesc->planstate != NULL)
+				{
+					int			budget = workers;
+
+					(void) cut_gather_workers(st->queryDesc->planstate, &budget);
+					ereport(DEBUG1,
+							(errmsg_internal("mccdb: a plan's %d parallel workers cut to %d, the slots free when it was admitted",
+											 planned, workers)));
+				}
 				if (mccdb_gate_domains() > 1)
 					bind_to_domain(domain);
 				mccdb_query_stats_report();

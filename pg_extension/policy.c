@@ -110,6 +110,9 @@ mccdb_place_locked(AdmissionEntry *e, bool must)
 	mccdb_role_matrix(e->userid, m);
 	d = model_place(domains, nd, e->cls, Min(e->slots, mccdb_max_query_slots()),
 					(const double (*)[MODEL_CLASSES]) m);
+	/* else where its leader fits: it runs with the workers that fit there */
+	if (d < 0 && e->slots > 1)
+		d = model_place(domains, nd, e->cls, 1, (const double (*)[MODEL_CLASSES]) m);
 	if (d < 0 && must)
 	{
 		d = 0;
@@ -180,17 +183,17 @@ typedef struct PickContext
 
 /*
  * Does e fit in its workload class: its slots, and its share of the
- * memory budget?  As with the gate's slots, a statement wider than its
- * class runs when nothing of its class runs; as with the budget, a
- * starving waiter needs room beside the running statements only.
+ * memory budget?  As with the gate's slots, a statement goes when its
+ * class has a slot free for its leader, and runs with the parallel workers
+ * that fit in the class; as with the budget, a starving waiter needs room
+ * beside the running statements only.
  */
 static bool
 fits_class(const AdmissionEntry *e, const PickContext *pc, bool starving)
 {
 	const WorkloadClass *wc = &mccdb_adm->classes[e->wclass];
 
-	if (wc->slots > 0 &&
-		pc->class_slots[e->wclass] + Min(e->slots, wc->slots) > wc->slots)
+	if (wc->slots > 0 && pc->class_slots[e->wclass] >= wc->slots)
 		return false;
 	if (mccdb_memory_budget_kb > 0 && wc->memory_share > 0 && e->memory_kb > 0)
 	{
@@ -296,8 +299,8 @@ pick_predictive(int slots, int64 now_us, const PickContext *pc)
 				continue;
 			scratch_waiters[nw] = e;
 			mccdb_role_matrix(e->userid, scratch_matrices[nw]);
-			scratch_waiting[nw] = (ModelQuery) {e->cls, e->predicted, (long) e->seq,
-				Min(e->slots, mccdb_max_query_slots()),
+			/* it goes when its leader fits, with the workers that fit */
+			scratch_waiting[nw] = (ModelQuery) {e->cls, e->predicted, (long) e->seq, 1,
 			(const double (*)[MODEL_CLASSES]) scratch_matrices[nw]};
 			nw++;
 		}
@@ -326,9 +329,10 @@ pick_predictive(int slots, int64 now_us, const PickContext *pc)
  * long as it is predicted to run is due: while one is, no further short
  * query goes at once, and the due waiters get the free slots first.  Among
  * the rest, the highest response ratio (waited + predicted) / predicted
- * first.  Only a waiter that fits in a domain's free slots is picked
- * (work-conserving: a wide parallel query that does not fit yet does not
- * keep the slots idle; mccdb.max_wait bounds its wait).  So a long query
+ * first.  A waiter goes when a domain has a slot free for its leader, and
+ * runs with the parallel workers that fit beside it (work-conserving: a
+ * parallel query never keeps a free slot idle while it waits for as many as
+ * it planned).  So a long query
  * waits at most about its own predicted run time, then for the queries
  * running when it fell due to free a slot.  A waiter that does not fit in
  * the memory budget or its class is not picked either (mccdb.max_wait
@@ -344,7 +348,6 @@ pick_shortest(int64 now_us, const PickContext *pc, bool *at_once)
 	bool		best_due = false;
 	bool		any_due = false;
 	int			max_free = 0;
-	int			widest = mccdb_max_query_slots();
 
 	for (int d = 0; d < mccdb_gate_domains(); d++)
 		max_free = Max(max_free, mccdb_domain_slots(d) - mccdb_adm->counts.domain_used[d]);
@@ -370,7 +373,7 @@ pick_shortest(int64 now_us, const PickContext *pc, bool *at_once)
 		any_due |= due;
 		if (is_short && (oldest_short == NULL || e->seq < oldest_short->seq))
 			oldest_short = e;
-		if (Min(e->slots, widest) > max_free)
+		if (max_free < 1)
 			continue;
 		ratio = (waited + predicted) / predicted;
 		if (best == NULL || (due && !best_due) ||

@@ -362,3 +362,48 @@ def test_a_worker_that_ended_gives_its_slot_back(ctl):
         t.join(60)
     assert not errors, errors
     wait_until(ctl, "select used_slots from mccdb_scheduler()", 0)
+
+
+@pytest.mark.parametrize("policy", ["mls", "shortest", "predictive"])
+def test_a_parallel_query_takes_the_free_slot_with_fewer_workers(ctl, policy):
+    # (issue 50: a query of 1 + 1 worker waited while one of 2 slots stayed
+    # free, so a CPU idled whenever one query ran alone)
+    configure(ctl, schedule=policy, corun_slots=2, max_wait="10min", short_query=0)
+    errors = []
+
+    def serial():
+        try:
+            with connect() as c:
+                c.execute("set max_parallel_workers_per_gather = 0")
+                c.execute("/* serial-sleeper */ select pg_sleep(6), count(*) from lineorder").fetchone()
+        except Exception as e:  # reported by the test
+            errors.append(e)
+
+    with connect() as c:
+        for s in ONE_WORKER:
+            c.execute(s)
+        parallel = "/* narrowed */ select count(*) from lineorder where lo_quantity > 1"
+        want = c.execute(parallel).fetchone()[0]
+        t = threading.Thread(target=serial)
+        t.start()
+        try:
+            wait_until(ctl, "select count(*) from mccdb_queue q join pg_stat_activity a using (pid) "
+                       "where q.state = 'running' and a.query like '%serial-sleeper%'", 1)
+            assert ctl.execute("select used_slots from mccdb_scheduler()").fetchone()[0] == 1
+            c.execute("set statement_timeout = '4s'")  # the sleeper holds its slot 6 s
+            plan = c.execute("explain (analyze, format json) " + parallel).fetchone()[0][0]["Plan"]
+            workers = [(n["Workers Planned"], n.get("Workers Launched"))
+                       for n in plan_nodes(plan) if n["Node Type"] == "Gather"]
+            assert workers == [(0, 0)], f"run in the one free slot, without its worker: {workers}"
+            assert c.execute(parallel).fetchone()[0] == want, "the same answer without the worker"
+            assert t.is_alive(), "it ran beside the sleeper"
+        finally:
+            t.join(60)
+    assert not errors, errors
+    # with both slots free it runs with its worker again
+    with connect() as c:
+        for s in ONE_WORKER:
+            c.execute(s)
+        plan = c.execute("explain (analyze, format json) " + parallel).fetchone()[0][0]["Plan"]
+        assert [n.get("Workers Launched") for n in plan_nodes(plan)
+                if n["Node Type"] == "Gather"] == [1]
