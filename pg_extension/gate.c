@@ -723,7 +723,7 @@ gate_applies(MccdbStatement *st)
  * and its workload class have free.  The policies admit a waiter when its
  * leader fits, so that a parallel query never keeps a free slot idle while
  * it waits for as many as it planned; it runs with the workers that fit
- * (mccdb_gate_cut_workers), as PostgreSQL runs a query when
+ * (cut_gather_workers), as PostgreSQL runs a query when
  * max_parallel_workers is used up.  The short lane runs beside the slots,
  * and the lock lane past them: only their class limits them.  Caller holds
  * the lock.
@@ -738,16 +738,10 @@ free_slots_for(const AdmissionEntry *e, EntryLane lane)
 		free = mccdb_domain_slots(e->domain) - mccdb_adm->counts.domain_used[e->domain];
 	if (wc->slots > 0 && lane != LANE_LOCKS)
 	{
-		int			class_used = 0;
+		int			class_slots[MCCDB_MAX_CLASSES];
 
-		for (int i = 0; i < mccdb_adm->nentries; i++)
-		{
-			const AdmissionEntry *r = &mccdb_adm->entries[i];
-
-			if (r->state == ENTRY_RUNNING && r->lane != LANE_LOCKS && r->wclass == e->wclass)
-				class_used += r->slots;
-		}
-		free = Min(free, wc->slots - class_used);
+		mccdb_class_slots_in_use(class_slots);
+		free = Min(free, wc->slots - class_slots[e->wclass]);
 	}
 	return free;
 }
@@ -811,11 +805,12 @@ bind_to_domain(int domain)
 }
 
 /*
- * This parallel worker's place in its leader's entry: the leader's pid and
- * the admission it counts in (a later statement of the leader has another
- * admit_seq), or pid 0.
+ * This parallel worker's place in its leader's entry: the leader's pid,
+ * the statement's queryid and the admission it counts in (a later run of
+ * the same query by the leader has another admit_seq), or pid 0.
  */
 static int	worker_leader_pid = 0;
+static uint64 worker_queryid = 0;
 static int64 worker_admit_seq = 0;
 static bool worker_exit_registered = false;
 
@@ -868,6 +863,7 @@ mccdb_admission_parallel_worker_start(QueryDesc *queryDesc)
 	{
 		domain = e->domain;
 		worker_leader_pid = e->pid;
+		worker_queryid = e->queryid;
 		worker_admit_seq = e->admit_seq;
 		e->workers_started++;
 		(void) resize_entry_locked(e);
@@ -881,21 +877,17 @@ mccdb_admission_parallel_worker_start(QueryDesc *queryDesc)
 void
 mccdb_admission_parallel_worker_end(void)
 {
+	AdmissionEntry *e;
 	bool		freed = false;
 
 	if (worker_leader_pid == 0 || mccdb_adm == NULL)
 		return;
 	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < mccdb_adm->nentries; i++)
+	e = leader_entry_locked(worker_leader_pid, worker_queryid);
+	if (e != NULL && e->admit_seq == worker_admit_seq)
 	{
-		AdmissionEntry *e = &mccdb_adm->entries[i];
-
-		if (e->pid == worker_leader_pid && e->admit_seq == worker_admit_seq &&
-			(e->state == ENTRY_RUNNING || e->state == ENTRY_LENT))
-		{
-			e->workers_ended++;
-			freed = resize_entry_locked(e);
-		}
+		e->workers_ended++;
+		freed = resize_entry_locked(e);
 	}
 	LWLockRelease(mccdb_adm->lock);
 	worker_leader_pid = 0;
@@ -1068,6 +1060,7 @@ wait_for_admission(MccdbStatement *st)
 	int			nlock_waiters = 0;
 	bool		admitted = false;
 	int			domain = -1;
+	int			planned;
 	int			workers = 0;
 	int64		memory_kb;
 	bool		class_unknown;
@@ -1089,6 +1082,7 @@ wait_for_admission(MccdbStatement *st)
 	memory_kb = (int64) ceil(mccdb_statement_work_memory(st) / 1024.0);
 	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
 	e = enqueue_locked(st, memory_kb, enqueued_us, &class_unknown);
+	planned = e->workers_planned;	/* this backend's own entry: only it sets this */
 	LWLockRelease(mccdb_adm->lock);
 	if (class_unknown && !st->admission.gated)
 		ereport(WARNING,
@@ -1152,8 +1146,6 @@ wait_for_admission(MccdbStatement *st)
 			LWLockRelease(mccdb_adm->lock);
 			if (admitted)
 			{
-				int			planned = planned_workers(st->queryDesc->plannedstmt, NULL);
-
 				if (workers < planned && st->queryDesc->planstate != NULL)
 				{
 					int			budget = workers;

@@ -262,6 +262,7 @@ extern int	mccdb_domain_slots(int d);
 extern int	mccdb_total_slots(void);
 extern int	mccdb_max_query_slots(void);
 extern MemoryInUse mccdb_memory_in_use(void);
+extern void mccdb_class_slots_in_use(int class_slots[MCCDB_MAX_CLASSES]);
 extern int	mccdb_place_locked(AdmissionEntry *e, bool must);
 extern AdmissionEntry *mccdb_pick_next(int64 now_us, EntryLane *lane);
 /* Before the lock is first taken to pick: the policy's scratch space. */

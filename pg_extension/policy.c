@@ -170,6 +170,24 @@ fits_memory(const AdmissionEntry *e, const MemoryInUse *use, bool starving)
 }
 
 /*
+ * The slots each workload class's running statements take, in every lane
+ * but the lock lane (which no class limit holds back).  Caller holds the
+ * lock.
+ */
+void
+mccdb_class_slots_in_use(int class_slots[MCCDB_MAX_CLASSES])
+{
+	memset(class_slots, 0, sizeof(int) * MCCDB_MAX_CLASSES);
+	for (int i = 0; i < mccdb_adm->nentries; i++)
+	{
+		AdmissionEntry *e = &mccdb_adm->entries[i];
+
+		if (e->state == ENTRY_RUNNING && e->lane != LANE_LOCKS)
+			class_slots[e->wclass] += e->slots;
+	}
+}
+
+/*
  * One pick's view of the waiters (mccdb_pick_next): the memory and the
  * class slots in use, and the priority level of workload classes whose
  * waiters the policy may pick this round.
@@ -515,13 +533,7 @@ mccdb_pick_next(int64 now_us, EntryLane *lane)
 	*lane = LANE_SLOTS;
 	memset(&pc, 0, sizeof(pc));
 	pc.use = mccdb_memory_in_use();
-	for (i = 0; i < mccdb_adm->nentries; i++)
-	{
-		AdmissionEntry *e = &mccdb_adm->entries[i];
-
-		if (e->state == ENTRY_RUNNING && e->lane != LANE_LOCKS)
-			pc.class_slots[e->wclass] += e->slots;
-	}
+	mccdb_class_slots_in_use(pc.class_slots);
 	for (i = 0; i < mccdb_adm->nentries; i++)
 	{
 		AdmissionEntry *e = &mccdb_adm->entries[i];
