@@ -330,7 +330,7 @@ int main(void)
 	if (pid == 0) {
 		close(pipefd[0]);
 		pc_write_file("/proc/self/oom_score_adj", "1000");
-		pc_child_touch_pfns(c, want, pipefd[1]);
+		pc_child_touch_pfns(c, want, pipefd[1], -1);
 	}
 	close(pipefd[1]);
 	while (pid > 0 && got < want && read(pipefd[0], &pfns[got], sizeof(*pfns)) == sizeof(*pfns))

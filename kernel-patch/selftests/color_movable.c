@@ -31,9 +31,16 @@
  *     ahead of M: blocks of orders 1-7, and in one 256-frame block in
  *     HOLES_EVERY single pages in the top quarter without c (every other
  *     one kept);
- *  4. forks a child bound to c that touches NR_CHILD pages.
+ *  4. forks a child bound to c that touches NR_CHILD pages, and one more
+ *     for each free block of 256 frames left: a refill splits such a block
+ *     before any search, in any pageblock, as a fallback would (frames
+ *     freed after page_owner was read may make some).
  * The free-list scans spend their 4,096 blocks on the movable lists ahead
- * of M, so the walk picks each of the child's pages: none may be one of U.
+ * of M, so the walk picks each of the child's pages that no refill gave:
+ * none may be one of U in a pageblock still unmovable.  A refill that takes
+ * a block of an unmovable pageblock claims the pageblock for movable pages
+ * (it is half of it), which is how its page is told apart; the walk never
+ * changes a pageblock's type.
  */
 #include "pc_test.h"
 
@@ -50,7 +57,8 @@
 #define NR_TABLES	16384	/* page tables made, half freed again */
 #define TABLE_SPAN	(2UL << 20)	/* what one page table maps */
 #define NR_MOVABLE	12	/* frames of c given back in movable pageblocks */
-#define NR_CHILD	8	/* pages the child touches */
+#define NR_CHILD	8	/* pages the child touches, besides refills */
+#define MAX_REFILLS	56	/* refills the child makes room for */
 #define LIST_SCAN	512	/* take_free_page_color(): blocks of one list */
 #define SCAN_LIMIT	4096	/* and in all */
 #define CHUNK		256	/* pages the fill touches between two looks */
@@ -184,11 +192,13 @@ int main(void)
 	static size_t in_unmovable[PAGE_COLOR_MAX_COLORS];
 	char unevictable[32] = "1", proactive[32] = "20";
 	size_t touched = 0, i, n_u = 0, n_m = 0, got = 0, from_u = 0, from_m = 0, bad = 0;
+	size_t want, walked;
+	unsigned long long refills0 = 0, refills1 = 0;
 	size_t nblocks, first = 0, then = 0, max_pages;
 	unsigned char *fate, *in_u, *head;
-	uint64_t *pfns, f, last_u = 0, child_pfns[NR_CHILD];
+	uint64_t *pfns, f, last_u = 0, child_pfns[NR_CHILD + MAX_REFILLS];
 	long long refill_blocks = 0, budget = 0, n;
-	int c, k, pipefd[2], st = -1;
+	int c, k, pipefd[2], holdfd[2], st = -1;
 	char *tables, *p;
 	pid_t pid;
 
@@ -335,37 +345,49 @@ int main(void)
 	       "%zu given back after)", c, n_u, first - n_m, (unsigned long long)last_u,
 	       n_m, budget, SCAN_LIMIT, refill_blocks, touched, then);
 
-	/* 4. the child */
-	if (pipe(pipefd))
+	/* 4. the child, which holds its pages while page_owner is read */
+	want = NR_CHILD + (refill_blocks > 0 ? (refill_blocks < MAX_REFILLS ?
+						 (size_t)refill_blocks : MAX_REFILLS) : 0);
+	if (pipe(pipefd) || pipe(holdfd))
 		return tap_finish();
+	pagecolor_read_counter("refills", &refills0);
 	pid = fork();
 	if (pid == 0) {
 		close(pipefd[0]);
-		pc_child_touch_pfns(c, NR_CHILD, pipefd[1]);
+		close(holdfd[1]);
+		pc_child_touch_pfns(c, want, pipefd[1], holdfd[0]);
 	}
 	close(pipefd[1]);
-	while (pid > 0 && got < NR_CHILD &&
+	close(holdfd[0]);
+	while (pid > 0 && got < want &&
 	       read(pipefd[0], &child_pfns[got], sizeof(child_pfns[0])) == sizeof(child_pfns[0]))
 		got++;
 	close(pipefd[0]);
-	if (pid > 0)
-		waitpid(pid, &st, 0);
+	pagecolor_read_counter("refills", &refills1);
+	walked = got - (refills1 - refills0 < got ? refills1 - refills0 : got);
 	for (i = 0; i < got; i++) {
 		uint64_t f = child_pfns[i];
 		int inz = f >= zone_start && f < zone_end;
+		char now = pc_owner_block_type(f);
 
 		bad += pagecolor_pfn_color(f, pc_nr_colors) != c;
-		from_u += inz && in_u[f - zone_start];
-		from_m += inz && types[f >> pb_order] == 'M';
-		tap_diag("child page %zu: pfn %llu, pageblock type %c", i,
+		from_u += inz && in_u[f - zone_start] && (now == 'U' || now == 'R');
+		from_m += now == 'M';
+		tap_diag("child page %zu: pfn %llu, pageblock type %c, now %c%s", i,
 			 (unsigned long long)f, inz && types[f >> pb_order] ?
-			 types[f >> pb_order] : '?');
+			 types[f >> pb_order] : '?', now ? now : '?',
+			 inz && in_u[f - zone_start] ? ", one of U" : "");
 	}
-	tap_ok(got == NR_CHILD && bad == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
-	       "the child touched %zu of %d pages, all of colour %d (%zu not; status 0x%x)",
-	       got, NR_CHILD, c, bad, st);
-	tap_ok(from_u == 0, "none of them one of those in unmovable pageblocks (%zu; %zu "
-	       "in movable pageblocks)", from_u, from_m);
+	close(holdfd[1]);
+	if (pid > 0)
+		waitpid(pid, &st, 0);
+	tap_ok(got == want && bad == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	       "the child touched %zu of %zu pages, all of colour %d (%zu not; status 0x%x)",
+	       got, want, c, bad, st);
+	tap_ok(from_u == 0 && walked >= NR_CHILD / 2,
+	       "none of them one of U in a pageblock still unmovable (%zu; %zu in movable "
+	       "pageblocks; %llu refills, so %zu from the search)", from_u, from_m,
+	       refills1 - refills0, walked);
 
 	munmap(p, touched * pc_page_size);
 	munmap(tables, NR_TABLES * TABLE_SPAN);

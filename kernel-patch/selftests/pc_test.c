@@ -736,9 +736,9 @@ char *pc_bound_pages(const char *list, size_t npages)
 	return p;
 }
 
-void pc_child_touch_pfns(int color, size_t npages, int out)
+void pc_child_touch_pfns(int color, size_t npages, int out, int hold)
 {
-	char list[16], *p;
+	char list[16], *p, c;
 	pagecolor_set_t set;
 	uint64_t pfn;
 	size_t i;
@@ -757,6 +757,8 @@ void pc_child_touch_pfns(int color, size_t npages, int out)
 		    write(out, &pfn, sizeof(pfn)) != sizeof(pfn))
 			_exit(21);
 	}
+	while (hold >= 0 && read(hold, &c, 1) > 0)
+		;
 	_exit(0);
 }
 
@@ -879,6 +881,28 @@ long pc_owner_scan(uint64_t start, uint64_t end, unsigned char *used, char *type
 	}
 	close(fd);
 	return n;
+}
+
+char pc_owner_block_type(uint64_t pfn)
+{
+	int fd = open("/sys/kernel/debug/page_owner", O_RDONLY);
+	unsigned long long at = 0, b;
+	char buf[4096], t[32] = "", *s;
+	ssize_t len = -1;
+
+	/* read_page_owner() takes a non-zero offset for the frame to start at */
+	if (fd >= 0 && pfn)
+		len = pread(fd, buf, sizeof(buf) - 1, (off_t)pfn);
+	if (fd >= 0)
+		close(fd);
+	if (len <= 0)
+		return 0;
+	buf[len] = 0;
+	s = strstr(buf, "\nPFN ");
+	if (!s || sscanf(s, "\nPFN %llu type %*s Block %llu type %31s", &at, &b, t) != 3 ||
+	    at != pfn)
+		return 0;
+	return t[0];
 }
 
 /* _exit() is async-signal-safe; nothing else of the child's is needed. */

@@ -100,10 +100,13 @@ char *pc_child_bound_touch(const char *list, size_t npages, int fail);
  * to colour @color alone and touch them one by one, writing each page's
  * frame number to @out (a uint64_t) once touched, so that the parent
  * learns how far it got even when it is killed.  A fault that finds no
- * page of the colour kills it (SIGBUS).  Exits 20 when the mapping or the
- * policy cannot be made, 21 when a frame cannot be read or written, else 0.
+ * page of the colour kills it (SIGBUS).  With @hold >= 0 it then holds its
+ * pages until @hold reads end of file (the parent closes its end).  Exits
+ * 20 when the mapping or the policy cannot be made, 21 when a frame cannot
+ * be read or written, else 0.
  */
-void pc_child_touch_pfns(int color, size_t npages, int out) __attribute__((noreturn));
+void pc_child_touch_pfns(int color, size_t npages, int out, int hold)
+	__attribute__((noreturn));
 
 /*
  * The number after "@field:" in /proc/self/smaps for the VMA that starts at
@@ -271,6 +274,12 @@ int pc_pagetype_blocks(const char *zone, const char *type);
  */
 long pc_owner_scan(uint64_t start, uint64_t end, unsigned char *used, char *types,
 		   size_t nblocks);
+/*
+ * The first letter of the type the pageblock of allocated frame @pfn has
+ * now (page_owner read at offset @pfn: its record, as pc_owner_scan()
+ * reads it); 0 when the frame is not allocated or page_owner cannot be read.
+ */
+char pc_owner_block_type(uint64_t pfn);
 
 /* Node 0's zone from /proc/zoneinfo, in pages. */
 struct pc_zone_info {
