@@ -407,7 +407,7 @@ explain_statement(MccdbStatement *st, ExplainState *es)
 	const MccdbPlanChoice *pc = st->plan_choice;
 	MccdbLocality *loc = explained_locality(st, es);
 	double		work_memory = loc == &st->locality ? mccdb_statement_work_memory(st) :
-		mccdb_work_memory_bytes(st->queryDesc->plannedstmt, loc);
+		mccdb_work_memory_bytes(st->queryDesc->plannedstmt, loc, NIL);
 
 	if (es->format == EXPLAIN_FORMAT_TEXT)
 	{

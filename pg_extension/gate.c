@@ -86,6 +86,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/wait_event.h"
+#include "work_memory.h"
 
 /* Waiters wake at least this often: reload, max_wait, stalled clients. */
 #define WAKE_MS 500
@@ -538,12 +539,20 @@ mccdb_gate_narrow_plan(QueryDesc *queryDesc)
  * when the node first runs, so this holds for a statement admitted before
  * its run.  Its plan may be the plan cache's: a Gather to cut is copied
  * into the statement's memory and its plan state pointed at the copy
- * (EXPLAIN ANALYZE shows the workers it was given).
+ * (EXPLAIN ANALYZE shows the workers it was given); the copies are listed
+ * in cut, for the working memory (mccdb_work_memory_bytes()).
  */
+typedef struct GatherCut
+{
+	int			budget;
+	List	   *cut;
+} GatherCut;
+
 static bool
 cut_gather_workers(PlanState *ps, void *context)
 {
-	int		   *budget = context;
+	GatherCut  *gc = context;
+	int		   *budget = &gc->budget;
 
 	if (ps == NULL)
 		return false;
@@ -566,10 +575,43 @@ cut_gather_workers(PlanState *ps, void *context)
 			else
 				((GatherMerge *) copy)->num_workers = workers;
 			ps->plan = copy;
+			gc->cut = lappend(gc->cut, copy);
 		}
 		*budget -= workers;
 	}
 	return planstate_tree_walker(ps, cut_gather_workers, context);
+}
+
+/*
+ * An admitted statement given fewer workers than its plan has: cut its
+ * Gathers, and count its working memory with the workers it was given,
+ * so that the memory budget does not hold what the others would have
+ * used (a statement waiting for memory may fit now).
+ */
+static void
+narrow_admitted(MccdbStatement *st, AdmissionEntry *e, int planned, int workers)
+{
+	GatherCut	gc = {workers, NIL};
+	int64		memory_kb;
+
+	(void) cut_gather_workers(st->queryDesc->planstate, &gc);
+	ereport(DEBUG1,
+			(errmsg_internal("mccdb: a plan's %d parallel workers cut to %d, the slots free when it was admitted",
+							 planned, workers)));
+	if (gc.cut == NIL)
+		return;
+	st->work_memory = mccdb_work_memory_bytes(st->queryDesc->plannedstmt,
+											  mccdb_statement_locality(st), gc.cut);
+	st->have_work_memory = true;
+	list_free(gc.cut);
+	memory_kb = (int64) ceil(st->work_memory / 1024.0);
+	if (memory_kb >= e->memory_kb)
+		return;
+	/* this backend's own entry: only it sets its memory */
+	LWLockAcquire(mccdb_adm->lock, LW_EXCLUSIVE);
+	e->memory_kb = memory_kb;
+	LWLockRelease(mccdb_adm->lock);
+	ConditionVariableBroadcast(&mccdb_adm->cv);
 }
 
 /* Is a function one of the mccdb extension's? */
@@ -1147,14 +1189,7 @@ wait_for_admission(MccdbStatement *st)
 			if (admitted)
 			{
 				if (workers < planned && st->queryDesc->planstate != NULL)
-				{
-					int			budget = workers;
-
-					(void) cut_gather_workers(st->queryDesc->planstate, &budget);
-					ereport(DEBUG1,
-							(errmsg_internal("mccdb: a plan's %d parallel workers cut to %d, the slots free when it was admitted",
-											 planned, workers)));
-				}
+					narrow_admitted(st, e, planned, workers);
 				if (mccdb_gate_domains() > 1)
 					bind_to_domain(domain);
 				mccdb_query_stats_report();

@@ -241,7 +241,7 @@ mccdb_statement_work_memory(MccdbStatement *st)
 	if (!st->have_work_memory)
 	{
 		st->work_memory = mccdb_work_memory_bytes(st->queryDesc->plannedstmt,
-												  mccdb_statement_locality(st));
+												  mccdb_statement_locality(st), NIL);
 		st->have_work_memory = true;
 	}
 	return st->work_memory;

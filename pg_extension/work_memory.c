@@ -34,6 +34,7 @@
 typedef struct WorkMemoryWalk
 {
 	const MccdbLocality *loc;
+	List	   *gathers;		/* the Gathers that stand in for the plan's */
 	int			processes;		/* running the node: a Gather's workers and leader */
 	double		bytes;
 } WorkMemoryWalk;
@@ -77,6 +78,19 @@ hash_table_bytes(const MccdbLocality *loc, Plan *plan, Plan *input, double limit
 	return Min(rows_bytes(input->plan_rows, input->plan_width, 0), limit);
 }
 
+/* A Gather's workers, or those of the node that stands in for it. */
+static int
+gather_workers(const WorkMemoryWalk *w, const Plan *plan)
+{
+	ListCell   *lc;
+
+	foreach(lc, w->gathers)
+		if (((Plan *) lfirst(lc))->plan_node_id == plan->plan_node_id)
+			plan = lfirst(lc);
+	return IsA(plan, Gather) ? ((const Gather *) plan)->num_workers :
+		((const GatherMerge *) plan)->num_workers;
+}
+
 static bool
 add_node(Plan *plan, void *context)
 {
@@ -90,10 +104,8 @@ add_node(Plan *plan, void *context)
 	switch (nodeTag(plan))
 	{
 		case T_Gather:
-			w->processes = ((Gather *) plan)->num_workers + 1;
-			break;
 		case T_GatherMerge:
-			w->processes = ((GatherMerge *) plan)->num_workers + 1;
+			w->processes = gather_workers(w, plan) + 1;
 			break;
 		case T_Hash:
 			if (plan->parallel_aware)
@@ -148,9 +160,9 @@ add_node(Plan *plan, void *context)
 }
 
 double
-mccdb_work_memory_bytes(PlannedStmt *stmt, const MccdbLocality *loc)
+mccdb_work_memory_bytes(PlannedStmt *stmt, const MccdbLocality *loc, List *gathers)
 {
-	WorkMemoryWalk w = {loc, 1, 0};
+	WorkMemoryWalk w = {loc, gathers, 1, 0};
 	ListCell   *lc;
 
 	if (stmt->planTree != NULL)

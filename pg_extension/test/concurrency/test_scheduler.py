@@ -5,6 +5,7 @@ database `ssb` loaded, mccdb_test_queries filled).  The scheduler settings
 are server-wide (PGC_SIGHUP): each test sets them with ALTER SYSTEM, and a
 fixture resets them afterwards.
 """
+import contextlib
 import os
 import random
 import threading
@@ -309,6 +310,28 @@ ONE_WORKER = ["set max_parallel_workers_per_gather = 1", "set parallel_setup_cos
               "set parallel_tuple_cost = 0", "set min_parallel_table_scan_size = 0"]
 
 
+@contextlib.contextmanager
+def in_background(body):
+    """Run body(session) in a thread on a session of its own; at the end of
+    the block wait for it, and fail with what it raised."""
+    errors = []
+
+    def run():
+        try:
+            with connect() as c:
+                body(c)
+        except Exception as e:  # reported at the end of the block
+            errors.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    try:
+        yield t
+    finally:
+        t.join(60)
+    assert not errors, errors
+
+
 def plan_nodes(node):
     yield node
     for child in node.get("Plans", []):
@@ -320,7 +343,6 @@ def test_a_worker_that_ended_gives_its_slot_back(ctl):
     # query ended, so a CPU stayed idle while its leader ran on alone and
     # other queries waited)
     configure(ctl, schedule="mls", corun_slots=2, max_wait="10min")
-    errors = []
     with connect() as c:
         for s in ONE_WORKER:
             c.execute(s)
@@ -330,18 +352,12 @@ def test_a_worker_that_ended_gives_its_slot_back(ctl):
                     if n["Node Type"] == "Gather"]
         assert launched == [1], f"the CTE's scan runs with a worker: {plan}"
 
-    def leader():
-        try:
-            with connect() as c:
-                for s in ONE_WORKER:
-                    c.execute(s)
-                c.execute(WORKER_THEN_LEADER.format(6)).fetchone()
-        except Exception as e:  # reported by the test
-            errors.append(e)
+    def leader(c):
+        for s in ONE_WORKER:
+            c.execute(s)
+        c.execute(WORKER_THEN_LEADER.format(6)).fetchone()
 
-    t = threading.Thread(target=leader)
-    t.start()
-    try:
+    with in_background(leader) as t:
         # the worker has ended: the leader sleeps, alone in its group
         wait_until(ctl, "select count(*) from pg_stat_activity "
                    "where wait_event = 'PgSleep' and query like '%worker-then-leader%'", 1)
@@ -358,10 +374,66 @@ def test_a_worker_that_ended_gives_its_slot_back(ctl):
             c.execute("set statement_timeout = '4s'")  # the leader sleeps 6 s
             assert c.execute("/* beside */ select sum(lo_revenue) from lineorder").fetchone()[0] > 0
         assert t.is_alive(), "the second query ran while the leader still ran"
-    finally:
-        t.join(60)
-    assert not errors, errors
     wait_until(ctl, "select used_slots from mccdb_scheduler()", 0)
+
+
+@contextlib.contextmanager
+def serial_sleeper(ctl, seconds):
+    """A query without workers that holds one slot for seconds: running
+    when the block starts, ended when it ends."""
+    def sleep(c):
+        c.execute("set max_parallel_workers_per_gather = 0")
+        c.execute(f"/* serial-sleeper */ select pg_sleep({seconds}), count(*) "
+                  "from lineorder").fetchone()
+
+    with in_background(sleep) as t:
+        wait_until(ctl, "select count(*) from mccdb_queue q join pg_stat_activity a using (pid) "
+                   "where q.state = 'running' and a.query like '%serial-sleeper%'", 1)
+        yield t
+
+
+GROUPED_THEN_SLEEP = ("/* grouped-then-sleep */ with g as materialized "
+                      "(select lo_custkey % 1000 as k, count(*) as n from lineorder group by 1) "
+                      "select count(*), pg_sleep(3) from g")
+
+
+def test_a_narrowed_query_holds_the_memory_of_the_workers_it_was_given(ctl):
+    # (issue 50: a query admitted with fewer workers than planned kept the
+    # working memory of all of them in the memory budget)
+    configure(ctl, schedule="shortest", corun_slots=2, max_wait="10min", short_query=0)
+
+    def memory_while_running():
+        """Run GROUPED_THEN_SLEEP; its working memory in mccdb_queue while it sleeps."""
+        launched = []
+
+        def run(c):
+            for s in ONE_WORKER:
+                c.execute(s)
+            # the planner's sizes: a size learned from a run would differ
+            c.execute("set mccdb.learn_table_sizes = off")
+            plan = c.execute("explain (analyze, format json) "
+                             + GROUPED_THEN_SLEEP).fetchone()[0][0]["Plan"]
+            launched.extend(n.get("Workers Launched") for n in plan_nodes(plan)
+                            if n["Node Type"] in ("Gather", "Gather Merge"))
+
+        with in_background(run):
+            wait_until(ctl, "select count(*) from pg_stat_activity "
+                       "where wait_event = 'PgSleep' and query like '%grouped-then-sleep%'", 1)
+            rows = ctl.execute("select q.working_memory_bytes from mccdb_queue q "
+                               "join pg_stat_activity a using (pid) "
+                               "where a.query like '%grouped-then-sleep%' "
+                               "and q.state = 'running'").fetchall()
+        assert len(rows) == 1, rows
+        return rows[0][0], launched
+
+    full, launched = memory_while_running()
+    assert launched == [1], f"with both slots free it runs with its worker: {launched}"
+    with serial_sleeper(ctl, 8) as sleeper:
+        narrowed, launched = memory_while_running()
+        assert sleeper.is_alive(), "it ran beside the sleeper"
+    assert launched == [0], f"in the one free slot it runs without its worker: {launched}"
+    # the partial aggregate's hash table is the worker's and the leader's: one less
+    assert 0 < narrowed < full, f"working memory {narrowed} narrowed, {full} with the worker"
 
 
 @pytest.mark.parametrize("policy", ["mls", "shortest", "predictive"])
@@ -369,26 +441,12 @@ def test_a_parallel_query_takes_the_free_slot_with_fewer_workers(ctl, policy):
     # (issue 50: a query of 1 + 1 worker waited while one of 2 slots stayed
     # free, so a CPU idled whenever one query ran alone)
     configure(ctl, schedule=policy, corun_slots=2, max_wait="10min", short_query=0)
-    errors = []
-
-    def serial():
-        try:
-            with connect() as c:
-                c.execute("set max_parallel_workers_per_gather = 0")
-                c.execute("/* serial-sleeper */ select pg_sleep(6), count(*) from lineorder").fetchone()
-        except Exception as e:  # reported by the test
-            errors.append(e)
-
     with connect() as c:
         for s in ONE_WORKER:
             c.execute(s)
         parallel = "/* narrowed */ select count(*) from lineorder where lo_quantity > 1"
         want = c.execute(parallel).fetchone()[0]
-        t = threading.Thread(target=serial)
-        t.start()
-        try:
-            wait_until(ctl, "select count(*) from mccdb_queue q join pg_stat_activity a using (pid) "
-                       "where q.state = 'running' and a.query like '%serial-sleeper%'", 1)
+        with serial_sleeper(ctl, 6) as sleeper:
             assert ctl.execute("select used_slots from mccdb_scheduler()").fetchone()[0] == 1
             c.execute("set statement_timeout = '4s'")  # the sleeper holds its slot 6 s
             plan = c.execute("explain (analyze, format json) " + parallel).fetchone()[0][0]["Plan"]
@@ -396,10 +454,7 @@ def test_a_parallel_query_takes_the_free_slot_with_fewer_workers(ctl, policy):
                        for n in plan_nodes(plan) if n["Node Type"] == "Gather"]
             assert workers == [(0, 0)], f"run in the one free slot, without its worker: {workers}"
             assert c.execute(parallel).fetchone()[0] == want, "the same answer without the worker"
-            assert t.is_alive(), "it ran beside the sleeper"
-        finally:
-            t.join(60)
-    assert not errors, errors
+            assert sleeper.is_alive(), "it ran beside the sleeper"
     # with both slots free it runs with its worker again
     with connect() as c:
         for s in ONE_WORKER:
