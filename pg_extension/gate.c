@@ -788,6 +788,31 @@ free_slots_for(const AdmissionEntry *e, EntryLane lane)
 	return free;
 }
 
+/*
+ * The parallel workers PostgreSQL may still launch for this backend, as far
+ * as the gate can tell: the session's max_parallel_workers less the workers
+ * the admitted statements run or have reserved.  A worker its Gather cannot
+ * register never starts, and a slot kept for it would idle until the
+ * statement ends.  Workers of statements the gate does not see (below
+ * mccdb.schedule_min_cost, maintenance) are not known.  Caller holds the
+ * lock.
+ */
+static int
+launchable_workers_locked(const AdmissionEntry *self)
+{
+	int			workers = 0;
+
+	for (int i = 0; i < mccdb_adm->nentries; i++)
+	{
+		const AdmissionEntry *e = &mccdb_adm->entries[i];
+
+		if (e != self && (e->state == ENTRY_RUNNING || e->state == ENTRY_LENT))
+			workers += Max(e->workers_started - e->workers_ended, 0) +
+				Max(e->workers_planned - e->workers_started, 0);
+	}
+	return Max(max_parallel_workers - workers, 0);
+}
+
 /* Take the slots of this backend's entry as admitted; caller holds the lock. */
 static void
 admit_locked(MccdbStatement *st, AdmissionEntry *e, int64 enqueued_us,
@@ -807,7 +832,9 @@ admit_locked(MccdbStatement *st, AdmissionEntry *e, int64 enqueued_us,
 	e->since_us = now_us;
 	e->since = GetCurrentTimestamp();
 	e->admit_seq = mccdb_adm->next_admit_seq++;
-	e->workers_planned = Min(e->workers_planned, Max(free_slots_for(e, lane) - 1, 0));
+	e->workers_planned = Min(e->workers_planned,
+							 Min(Max(free_slots_for(e, lane) - 1, 0),
+								 launchable_workers_locked(e)));
 	e->slots = entry_slots(e);
 	charge_slots(e, 1);
 	mccdb_adm->admitted_total++;

@@ -377,6 +377,27 @@ def test_a_worker_that_ended_gives_its_slot_back(ctl):
     wait_until(ctl, "select used_slots from mccdb_scheduler()", 0)
 
 
+def test_a_worker_postgresql_cannot_launch_holds_no_slot(ctl):
+    # (issue 50: the gate kept a slot for a worker its Gather could not
+    # register, max_parallel_workers used up, until the query ended)
+    configure(ctl, schedule="mls", corun_slots=2, max_wait="10min")
+
+    def leader(c):
+        for s in ONE_WORKER:
+            c.execute(s)
+        c.execute("set max_parallel_workers = 0")  # the plan keeps its worker
+        c.execute(WORKER_THEN_LEADER.format(4)).fetchone()
+
+    with in_background(leader):
+        wait_until(ctl, "select count(*) from pg_stat_activity "
+                   "where wait_event = 'PgSleep' and query like '%worker-then-leader%'", 1)
+        assert ctl.execute("select q.slots from mccdb_queue q join pg_stat_activity a using (pid) "
+                           "where a.query like '%worker-then-leader%'").fetchall() == [(1,)], \
+            "a leader whose worker cannot be launched holds 1 slot"
+        assert ctl.execute("select used_slots from mccdb_scheduler()").fetchone()[0] == 1
+    wait_until(ctl, "select used_slots from mccdb_scheduler()", 0)
+
+
 @contextlib.contextmanager
 def serial_sleeper(ctl, seconds):
     """A query without workers that holds one slot for seconds: running
