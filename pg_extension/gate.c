@@ -214,6 +214,16 @@ charge_slots(AdmissionEntry *e, int sign)
 	check_slots_locked();
 }
 
+/* An admitted entry's workers: running, and those of its plan not started yet. */
+static int
+entry_workers(const AdmissionEntry *e)
+{
+	int			running = Max(e->workers_started - e->workers_ended, 0);
+	int			to_come = Max(e->workers_planned - e->workers_started, 0);
+
+	return running + to_come;
+}
+
 /*
  * The slots an admitted entry holds: its leader, its workers running, and
  * those of its plan not started yet (reserved at admission, so that they
@@ -225,10 +235,7 @@ charge_slots(AdmissionEntry *e, int sign)
 static int
 entry_slots(const AdmissionEntry *e)
 {
-	int			running = Max(e->workers_started - e->workers_ended, 0);
-	int			to_come = Max(e->workers_planned - e->workers_started, 0);
-
-	return Min(1 + running + to_come, mccdb_domain_slots(e->domain));
+	return Min(1 + entry_workers(e), mccdb_domain_slots(e->domain));
 }
 
 /* Recount an admitted entry's slots after its workers changed; caller holds the lock. */
@@ -807,8 +814,7 @@ launchable_workers_locked(const AdmissionEntry *self)
 		const AdmissionEntry *e = &mccdb_adm->entries[i];
 
 		if (e != self && (e->state == ENTRY_RUNNING || e->state == ENTRY_LENT))
-			workers += Max(e->workers_started - e->workers_ended, 0) +
-				Max(e->workers_planned - e->workers_started, 0);
+			workers += entry_workers(e);
 	}
 	return Max(max_parallel_workers - workers, 0);
 }

@@ -851,13 +851,28 @@ int pc_pagetype_blocks(const char *zone, const char *type)
 	return n;
 }
 
+/*
+ * One page_owner record, as read() returns it: "Page allocated via order
+ * N" and "PFN p type T Block b type T"; 0 when @buf holds one, else -1.
+ */
+static int owner_record(const char *buf, unsigned int *order, unsigned long long *pfn,
+			unsigned long long *block, char type[32])
+{
+	const char *s = strstr(buf, "\nPFN ");
+
+	if (sscanf(buf, "Page allocated via order %u", order) != 1 || !s ||
+	    sscanf(s, "\nPFN %llu type %*s Block %llu type %31s", pfn, block, type) != 3)
+		return -1;
+	return 0;
+}
+
 long pc_owner_scan(uint64_t start, uint64_t end, unsigned char *used, char *types,
 		   size_t nblocks)
 {
 	int fd = open("/sys/kernel/debug/page_owner", O_RDONLY);
 	unsigned long long pfn, b, i;
 	unsigned int order;
-	char buf[4096], t[32], *s;
+	char buf[4096], t[32];
 	ssize_t len;
 	long n = 0;
 
@@ -867,10 +882,7 @@ long pc_owner_scan(uint64_t start, uint64_t end, unsigned char *used, char *type
 		return -1;
 	while ((len = read(fd, buf, sizeof(buf) - 1)) > 0) {
 		buf[len] = 0;
-		s = strstr(buf, "\nPFN ");
-		if (sscanf(buf, "Page allocated via order %u", &order) != 1 || !s ||
-		    sscanf(s, "\nPFN %llu type %*s Block %llu type %31s", &pfn, &b, t) != 3 ||
-		    order > 20)
+		if (owner_record(buf, &order, &pfn, &b, t) || order > 20)
 			continue;
 		n++;
 		for (i = pfn; i < pfn + (1ULL << order); i++)
@@ -887,7 +899,8 @@ char pc_owner_block_type(uint64_t pfn)
 {
 	int fd = open("/sys/kernel/debug/page_owner", O_RDONLY);
 	unsigned long long at = 0, b;
-	char buf[4096], t[32] = "", *s;
+	unsigned int order;
+	char buf[4096], t[32] = "";
 	ssize_t len = -1;
 
 	/* read_page_owner() takes a non-zero offset for the frame to start at */
@@ -898,9 +911,7 @@ char pc_owner_block_type(uint64_t pfn)
 	if (len <= 0)
 		return 0;
 	buf[len] = 0;
-	s = strstr(buf, "\nPFN ");
-	if (!s || sscanf(s, "\nPFN %llu type %*s Block %llu type %31s", &at, &b, t) != 3 ||
-	    at != pfn)
+	if (owner_record(buf, &order, &at, &b, t) || at != pfn)
 		return 0;
 	return t[0];
 }
