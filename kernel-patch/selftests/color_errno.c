@@ -10,7 +10,12 @@
 
 #include <sys/mman.h>
 
+#if __SIZEOF_LONG__ == 8
 #define KADDR	((void *)0xffffffff81000000UL)
+#else
+/* the 32-bit build (color_errno32): above the address space of a 32-bit task */
+#define KADDR	((void *)0xfffff000UL)
+#endif
 
 static int expect(long ret, int want, const char *call)
 {
@@ -41,7 +46,7 @@ int main(void)
 	char *p, *ro, *hole;
 	int mode, ok;
 
-	pc_init(41);
+	pc_init(44);
 	nr = (unsigned long)pc_nr_colors;
 	ps = (unsigned long)pc_page_size;
 	memset(mask, 0, sizeof(mask));
@@ -193,6 +198,49 @@ int main(void)
 	tap_ok(EXPECT(pagecolor_sys_get_color_policy(&mode, mask, PAGE_COLOR_MAX_COLORS, 0, 0), 0)
 	       && mode == COLOR_MODE_DEFAULT,
 	       "get_color_policy: task default is default after the errors above");
+
+	/*
+	 * A mask is an array of the caller's unsigned longs (32-bit ones in
+	 * color_errno32): one that ends where the page before an unmapped one
+	 * ends is read and written exactly, not in the kernel's wider words.
+	 */
+	{
+		unsigned long bits = 8 * sizeof(unsigned long);
+		unsigned long *end = (unsigned long *)(hole + ps);
+		unsigned long *one = end - 1, *m;
+		unsigned long width = nr + 32 <= PAGE_COLOR_MAX_COLORS ? nr + 32 : nr;
+		unsigned long words = (width + bits - 1) / bits;
+		unsigned long c, bad = 0;
+		int colors[3] = { 0, (int)nr / 2 + 1, (int)nr - 1 };
+
+		*one = 1;			/* colour 0, in a mask of 32 bits */
+		tap_ok(EXPECT(pagecolor_sys_set_color_policy(COLOR_MODE_BIND, one, 32), 0) &&
+		       EXPECT(pagecolor_sys_set_color_policy(COLOR_MODE_DEFAULT, NULL, 0), 0),
+		       "set_color_policy: a 32-bit mask in the page's last word is read exactly");
+		m = end - words;
+		memset(m, 0xa5, words * sizeof(*m));
+		ok = EXPECT(pagecolor_sys_get_color_policy(&mode, m, width, 0, 0), 0);
+		for (c = 0; ok && c < words * bits; c++)
+			bad += !!(m[c / bits] & (1UL << (c % bits))) != (c < nr);
+		tap_ok(ok && mode == COLOR_MODE_DEFAULT && !bad,
+		       "get_color_policy: a mask of %lu bits, %lu unsigned longs, in the page's last words gets all %lu colours, %lu wrong bits",
+		       width, words, nr, bad);
+		m = end - (nr + bits - 1) / bits;
+		memset(m, 0, (nr + bits - 1) / bits * sizeof(*m));
+		for (c = 0; c < 3; c++)
+			m[colors[c] / bits] |= 1UL << (colors[c] % bits);
+		ok = EXPECT(pagecolor_sys_set_color_policy(COLOR_MODE_BIND, m, nr), 0);
+		memset(m, 0xff, (nr + bits - 1) / bits * sizeof(*m));
+		ok = ok && EXPECT(pagecolor_sys_get_color_policy(&mode, m, nr, 0, 0), 0);
+		for (c = 0, bad = 0; ok && c < nr; c++)
+			bad += !!(m[c / bits] & (1UL << (c % bits))) !=
+			       (c == (unsigned long)colors[0] || c == (unsigned long)colors[1] ||
+				c == (unsigned long)colors[2]);
+		ok = ok && mode == COLOR_MODE_BIND && !bad;
+		tap_ok(EXPECT(pagecolor_sys_set_color_policy(COLOR_MODE_DEFAULT, NULL, 0), 0) && ok,
+		       "set then get colours %d, %d and %d of %lu: the same bits back, %lu wrong",
+		       colors[0], colors[1], colors[2], nr, bad);
+	}
 
 	/* failed calls must not have changed anything */
 	{

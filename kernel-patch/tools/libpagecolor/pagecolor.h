@@ -8,8 +8,8 @@
  * (-1, or a negative count) and errno; nothing here prints or exits.
  *
  * On kernels without the patch the system call numbers used here (600-602 on
- * x86_64) are either unassigned (ENOSYS) or, on future kernels, something
- * else entirely.  That is why pagecolor_supported() first checks for
+ * x86_64 and i386) are either unassigned (ENOSYS) or, on future kernels,
+ * something else entirely.  That is why pagecolor_supported() first checks for
  * /sys/kernel/mm/page_coloring and only then issues a harmless
  * get_color_policy() call; the wrappers below refuse to issue the raw system
  * calls unless the probe succeeded (errno = EOPNOTSUPP when the kernel has
@@ -50,8 +50,13 @@ extern "C" {
 #define COLOR_POLICY_ADDR	(1U << 0)
 #endif
 
-/* System call numbers (x86_64 only; other architectures get ENOSYS). */
-#if defined(__x86_64__) && !defined(__ILP32__)
+/*
+ * System call numbers: x86_64 and i386 (a 32-bit program on an x86_64
+ * kernel); the kernel also wires them in the generic table (arm64, riscv),
+ * not defined here because no test runs there.  x32 and other
+ * architectures get ENOSYS.
+ */
+#if (defined(__x86_64__) && !defined(__ILP32__)) || defined(__i386__)
 #ifndef __NR_set_color_policy
 #define __NR_set_color_policy	600
 #endif
