@@ -12,7 +12,10 @@
  *
  * Two rounds: the attacker bound by its task default (set_color_policy,
  * as in the report), then by a VMA policy (color_mbind) with no task
- * default.  The test process itself is OOM-immune (oom_score_adj -1000),
+ * default.  A third (issue 51 item 4): root's bystander bound to half the
+ * colours, colour 0 among them, holding 64 MiB: the victim is the process
+ * with the most pages of the exhausted colour, the attacker, not the one
+ * with the largest RSS.  The test process itself is OOM-immune (oom_score_adj -1000),
  * its children are not.
  */
 #include "pc_test.h"
@@ -52,8 +55,11 @@ static int read_int(const char *path)
 	return v;
 }
 
-/* Root's uncoloured process: holds n pages, exits 0 when they are intact. */
-static pid_t bystander_start(size_t n, int *stop)
+/*
+ * Root's bystander: holds n pages, uncoloured (@colors NULL) or bound to
+ * @colors by its task default; exits 0 when they are intact.
+ */
+static pid_t bystander_start(size_t n, const char *colors, int *stop)
 {
 	int go[2], ready[2];
 	pid_t pid;
@@ -70,6 +76,12 @@ static pid_t bystander_start(size_t n, int *stop)
 		close(ready[0]);
 		if (write_file("/proc/self/oom_score_adj", "0"))
 			_exit(30);
+		if (colors) {
+			pagecolor_set_t s = pc_set(colors);
+
+			if (pagecolor_set_policy(COLOR_MODE_BIND, &s))
+				_exit(34);
+		}
 		p = mmap(NULL, n * pc_page_size, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
@@ -135,17 +147,26 @@ static const char *describe(int st, char *buf, size_t len)
 	return buf;
 }
 
-static void round_(int vma, size_t by_pages, size_t n)
+/*
+ * The attacker bound by its task default or a VMA policy (@vma) beside an
+ * uncoloured bystander (@by_colors NULL), or beside a bystander bound to
+ * @by_colors, colour 0 among them, with less of its memory on colour 0
+ * than the attacker takes (issue 51 item 4: victims are scored by their
+ * pages of the exhausted colours, not by their whole RSS).
+ */
+static void round_(int vma, size_t by_pages, size_t n, const char *by_colors)
 {
-	const char *how = vma ? "VMA policy" : "task default";
+	const char *how = by_colors ? "beside a wide binder" : vma ? "VMA policy" : "task default";
+	const char *who = by_colors ? "wide binder" : "uncoloured bystander";
 	char last[512], want[64], d1[32], d2[32];
 	int stop = -1, st = -1, bst = -1, kills0, kills1, cons0, cons1, i, by_alive;
 	pid_t by, pid;
 
 	kills0 = pc_dmesg_find("Killed process", NULL, 0);
 	cons0 = pc_dmesg_find("constraint=CONSTRAINT_PAGE_COLOR", NULL, 0);
-	by = bystander_start(by_pages, &stop);
-	tap_ok(by > 0, "%s: root's uncoloured bystander holds %zu pages", how, by_pages);
+	by = bystander_start(by_pages, by_colors, &stop);
+	tap_ok(by > 0, "%s: root's %s holds %zu pages (colours %s)", how, who, by_pages,
+	       by_colors ? by_colors : "all");
 
 	pid = fork();
 	if (pid == 0)
@@ -175,7 +196,7 @@ static void round_(int vma, size_t by_pages, size_t n)
 		waitpid(by, &bst, 0);
 	snprintf(want, sizeof(want), "Killed process %d ", (int)pid);
 	tap_ok(by_alive && WIFEXITED(bst) && WEXITSTATUS(bst) == 0,
-	       "%s: the uncoloured bystander survived, its memory intact (%s)", how,
+	       "%s: the %s survived, its memory intact (%s)", how, who,
 	       describe(bst, d2, sizeof(d2)));
 	tap_ok(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL &&
 	       kills1 == kills0 + 1 && strstr(last, want),
@@ -187,10 +208,11 @@ static void round_(int vma, size_t by_pages, size_t n)
 
 int main(void)
 {
-	size_t per, n, by_pages, total;
+	size_t per, n, by_pages, wide_pages, total;
 	int orig, trouble;
+	char wide[32];
 
-	pc_init(9);
+	pc_init(13);
 	if (geteuid() != 0) {
 		tap_diag("must run as root (the attacker drops to uid %d)", NOBODY);
 		return tap_finish();
@@ -213,9 +235,21 @@ int main(void)
 		tap_diag("no %s: colour policies are unprivileged on this kernel", SYSCTL);
 	pc_settle();
 
-	round_(0, by_pages, n);
+	round_(0, by_pages, n, NULL);
 	pc_settle();
-	round_(1, by_pages, n);
+	round_(1, by_pages, n, NULL);
+	/*
+	 * Root bound to half the colours holding 64 MiB (a twentieth of
+	 * memory at most): 1 / (nr_colors / 2) of it on colour 0, a quarter of
+	 * colour 0's share at 16 colours and less at more, so the attacker
+	 * holds more of colour 0 than the binder when it runs out.
+	 */
+	snprintf(wide, sizeof(wide), "0-%d", pc_nr_colors / 2 - 1);
+	wide_pages = (64UL << 20) / pc_page_size;
+	if (wide_pages > total / 20)
+		wide_pages = total / 20;
+	pc_settle();
+	round_(0, wide_pages, n, wide);
 
 	if (orig >= 0) {
 		char buf[16];
