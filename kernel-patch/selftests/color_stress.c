@@ -37,15 +37,28 @@ static void rand_set(pagecolor_set_t *s)
 }
 
 /* One short-lived process.  Returns 0 when everything it checked was fine. */
-static int one_child(void)
+static int one_child(size_t per_color)
 {
 	pagecolor_set_t s, t;
-	size_t n = 64 + rnd() % 448;
-	int shared = rnd() % 3 == 0, mode, bad = 0, eio = 0, st;
+	size_t n = 64 + rnd() % 448, cap;
+	int shared = rnd() % 3 == 0, mode, bad = 0, eio = 0, st, fewer;
 	char *p, *q;
 	pid_t g;
 
 	rand_set(&s);
+	rand_set(&t);
+	/*
+	 * The child, its grandchild's copies and the remap fault up to 2.5 n
+	 * pages of these colours: keep that within what the fewer colours
+	 * have free (a quarter, with three other workers beside), or a bind
+	 * policy runs out and the OOM killer ends the child (at 1,024 colours
+	 * in a 1 GiB guest a colour has about 240 free pages).
+	 */
+	fewer = pagecolor_set_count(&s) < pagecolor_set_count(&t) ?
+		pagecolor_set_count(&s) : pagecolor_set_count(&t);
+	cap = (size_t)fewer * per_color / 4;
+	if (n > cap)
+		n = cap > 8 ? cap : 8;
 	mode = rnd() % 4 == 0 ? COLOR_MODE_PREFERRED : COLOR_MODE_BIND;
 	if (rnd() % 2) {
 		if (pagecolor_set_policy(mode, &s)) {
@@ -73,7 +86,6 @@ static int one_child(void)
 		_exit(0);
 	}
 	/* re-colour part of the range while the grandchild runs */
-	rand_set(&t);
 	if (pagecolor_mbind(p + n / 2 * pc_page_size, (n - n / 2) * pc_page_size,
 			    COLOR_MODE_BIND, &t, COLOR_MBIND_MIGRATE)) {
 		/*
@@ -102,16 +114,18 @@ static int one_child(void)
 	return bad ? 1 : eio ? 2 : 0;
 }
 
-static int worker(int id, int rounds, int fd)
+static int worker(int id, int rounds, int fd, size_t per_color)
 {
 	int r, st, bad = 0, eio = 0;
 
 	rng = 0x1234567ULL * (uint64_t)(id + 1) + (uint64_t)getpid();
 	for (r = 0; r < rounds; r++) {
-		pid_t pid = fork();
+		pid_t pid;
 
+		rnd();		/* each round's child draws its own case */
+		pid = fork();
 		if (pid == 0)
-			_exit(one_child());
+			_exit(one_child(per_color));
 		if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
 		    WEXITSTATUS(st) == 2) {
 			eio++;
@@ -153,7 +167,7 @@ int main(int argc, char **argv)
 		pid_t pid = fork();
 
 		if (pid == 0)
-			_exit(worker(i, rounds, fds[1]));
+			_exit(worker(i, rounds, fds[1], (size_t)free0 / (size_t)pc_nr_colors));
 		if (pid < 0)
 			failed++;
 	}
