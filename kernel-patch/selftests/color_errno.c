@@ -38,6 +38,14 @@ static int expect(long ret, int want, const char *call)
 
 #define EXPECT(call, want) (errno = 0, expect((call), (want), #call))
 
+/* Bit @c of a mask of unsigned longs. */
+static int mask_bit(const unsigned long *m, unsigned long c)
+{
+	unsigned long bits = 8 * sizeof(*m);
+
+	return !!(m[c / bits] & (1UL << (c % bits)));
+}
+
 int main(void)
 {
 	unsigned long mask[PAGECOLOR_SET_LONGS], empty[PAGECOLOR_SET_LONGS];
@@ -210,8 +218,10 @@ int main(void)
 		unsigned long *one = end - 1, *m;
 		unsigned long width = nr + 32 <= PAGE_COLOR_MAX_COLORS ? nr + 32 : nr;
 		unsigned long words = (width + bits - 1) / bits;
+		unsigned long nr_words = (nr + bits - 1) / bits;
 		unsigned long c, bad = 0;
 		int colors[3] = { 0, (int)nr / 2 + 1, (int)nr - 1 };
+		pagecolor_set_t want;
 
 		*one = 1;			/* colour 0, in a mask of 32 bits */
 		tap_ok(EXPECT(pagecolor_sys_set_color_policy(COLOR_MODE_BIND, one, 32), 0) &&
@@ -221,21 +231,20 @@ int main(void)
 		memset(m, 0xa5, words * sizeof(*m));
 		ok = EXPECT(pagecolor_sys_get_color_policy(&mode, m, width, 0, 0), 0);
 		for (c = 0; ok && c < words * bits; c++)
-			bad += !!(m[c / bits] & (1UL << (c % bits))) != (c < nr);
+			bad += mask_bit(m, c) != (c < nr);
 		tap_ok(ok && mode == COLOR_MODE_DEFAULT && !bad,
 		       "get_color_policy: a mask of %lu bits, %lu unsigned longs, in the page's last words gets all %lu colours, %lu wrong bits",
 		       width, words, nr, bad);
-		m = end - (nr + bits - 1) / bits;
-		memset(m, 0, (nr + bits - 1) / bits * sizeof(*m));
+		pagecolor_set_zero(&want);
 		for (c = 0; c < 3; c++)
-			m[colors[c] / bits] |= 1UL << (colors[c] % bits);
+			pagecolor_set_add(&want, colors[c]);
+		m = end - nr_words;
+		memcpy(m, want.bits, nr_words * sizeof(*m));
 		ok = EXPECT(pagecolor_sys_set_color_policy(COLOR_MODE_BIND, m, nr), 0);
-		memset(m, 0xff, (nr + bits - 1) / bits * sizeof(*m));
+		memset(m, 0xff, nr_words * sizeof(*m));
 		ok = ok && EXPECT(pagecolor_sys_get_color_policy(&mode, m, nr, 0, 0), 0);
 		for (c = 0, bad = 0; ok && c < nr; c++)
-			bad += !!(m[c / bits] & (1UL << (c % bits))) !=
-			       (c == (unsigned long)colors[0] || c == (unsigned long)colors[1] ||
-				c == (unsigned long)colors[2]);
+			bad += mask_bit(m, c) != pagecolor_set_test(&want, (int)c);
 		ok = ok && mode == COLOR_MODE_BIND && !bad;
 		tap_ok(EXPECT(pagecolor_sys_set_color_policy(COLOR_MODE_DEFAULT, NULL, 0), 0) && ok,
 		       "set then get colours %d, %d and %d of %lu: the same bits back, %lu wrong",
