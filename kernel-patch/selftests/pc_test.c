@@ -923,7 +923,7 @@ static void pc_sigbus_exit(int sig)
 	_exit(PC_EXIT_SIGBUS);
 }
 
-char *pc_child_bound_touch(const char *list, size_t npages, int fail)
+char *pc_child_bound(const char *list, size_t npages, int fail)
 {
 	pagecolor_set_t set = pc_set(list);
 	struct sigaction sa;
@@ -938,6 +938,13 @@ char *pc_child_bound_touch(const char *list, size_t npages, int fail)
 	sa.sa_handler = pc_sigbus_exit;
 	if (sigaction(SIGBUS, &sa, NULL))
 		_exit(fail);
+	return p;
+}
+
+char *pc_child_bound_touch(const char *list, size_t npages, int fail)
+{
+	char *p = pc_child_bound(list, npages, fail);
+
 	pc_touch(p, npages);
 	return p;
 }

@@ -89,10 +89,12 @@ char *pc_bound_pages(const char *list, size_t npages);
 
 /*
  * In a child process: map npages private anonymous pages (MAP_NORESERVE)
- * bound to the colours in list and touch every one.  Exits with @fail when
- * the mapping or the policy cannot be made, and with PC_EXIT_SIGBUS when a
- * fault finds no page of those colours.
+ * bound to the colours in list.  Exits with @fail when the mapping or the
+ * policy cannot be made; a later fault that finds no page of those colours
+ * exits with PC_EXIT_SIGBUS.
  */
+char *pc_child_bound(const char *list, size_t npages, int fail);
+/* pc_child_bound(), then every page touched. */
 char *pc_child_bound_touch(const char *list, size_t npages, int fail);
 
 /*
