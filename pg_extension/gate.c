@@ -214,6 +214,13 @@ charge_slots(AdmissionEntry *e, int sign)
 	check_slots_locked();
 }
 
+/* Admitted: running, or lending its slots while it waits for a lock. */
+static bool
+entry_admitted(const AdmissionEntry *e)
+{
+	return e->state == ENTRY_RUNNING || e->state == ENTRY_LENT;
+}
+
 /* An admitted entry's workers: running, and those of its plan not started yet. */
 static int
 entry_workers(const AdmissionEntry *e)
@@ -265,7 +272,7 @@ remove_entry_locked(void)
 		int64		now_us = mccdb_monotonic_us();
 
 		mccdb_gate_account_running(now_us);
-		if (e->state == ENTRY_RUNNING || e->state == ENTRY_LENT)
+		if (entry_admitted(e))
 			mccdb_learn_from(e, now_us);
 		if (e->state == ENTRY_RUNNING)
 		{
@@ -796,13 +803,48 @@ free_slots_for(const AdmissionEntry *e, EntryLane lane)
 }
 
 /*
+ * Parallel workers running now for leaders the gate has not admitted:
+ * those of statements below mccdb.schedule_min_cost, of maintenance
+ * commands (a parallel CREATE INDEX or VACUUM), of databases without the
+ * gate.  A worker names its leader in lockGroupLeader, read without the
+ * lock manager's lock as pg_stat_activity reads leader_pid: a worker
+ * starting or ending meanwhile may be missed or counted.  Parallel apply
+ * workers of a subscription form lock groups too and are counted, though
+ * max_parallel_workers does not limit them, and the workers of a query
+ * nested in an admitted statement pass for that statement's.  Caller holds
+ * the lock.
+ */
+static int
+ungated_workers_locked(void)
+{
+	int			workers = 0;
+
+	for (uint32 i = 0; i < ProcGlobal->allProcCount; i++)
+	{
+		PGPROC	   *proc = &ProcGlobal->allProcs[i];
+		PGPROC	   *leader = proc->lockGroupLeader;
+		bool		gated = false;
+
+		if (leader == NULL || leader == proc || proc->pid == 0)
+			continue;
+		for (int j = 0; j < mccdb_adm->nentries && !gated; j++)
+		{
+			const AdmissionEntry *e = &mccdb_adm->entries[j];
+
+			gated = entry_admitted(e) && &ProcGlobal->allProcs[e->procno] == leader;
+		}
+		workers += !gated;
+	}
+	return workers;
+}
+
+/*
  * The parallel workers PostgreSQL may still launch for this backend, as far
  * as the gate can tell: the session's max_parallel_workers less the workers
- * the admitted statements run or have reserved.  A worker its Gather cannot
- * register never starts, and a slot kept for it would idle until the
- * statement ends.  Workers of statements the gate does not see (below
- * mccdb.schedule_min_cost, maintenance) are not known.  Caller holds the
- * lock.
+ * the admitted statements run or have reserved and those running for
+ * statements the gate did not admit.  A worker its Gather cannot register
+ * never starts, and a slot kept for it would idle until the statement
+ * ends.  Caller holds the lock.
  */
 static int
 launchable_workers_locked(const AdmissionEntry *self)
@@ -813,9 +855,11 @@ launchable_workers_locked(const AdmissionEntry *self)
 	{
 		const AdmissionEntry *e = &mccdb_adm->entries[i];
 
-		if (e != self && (e->state == ENTRY_RUNNING || e->state == ENTRY_LENT))
+		if (e != self && entry_admitted(e))
 			workers += entry_workers(e);
 	}
+	if (self->workers_planned > 0 && workers < max_parallel_workers)
+		workers += ungated_workers_locked();
 	return Max(max_parallel_workers - workers, 0);
 }
 
@@ -902,8 +946,7 @@ leader_entry_locked(int leader_pid, uint64 queryid)
 	{
 		AdmissionEntry *e = &mccdb_adm->entries[i];
 
-		if (e->pid == leader_pid && (e->state == ENTRY_RUNNING || e->state == ENTRY_LENT) &&
-			e->queryid == queryid)
+		if (e->pid == leader_pid && entry_admitted(e) && e->queryid == queryid)
 			return e;
 	}
 	return NULL;

@@ -398,6 +398,50 @@ def test_a_worker_postgresql_cannot_launch_holds_no_slot(ctl):
     wait_until(ctl, "select used_slots from mccdb_scheduler()", 0)
 
 
+def test_a_worker_of_a_statement_the_gate_did_not_admit_counts_against_the_launchable(ctl):
+    # (issue 50: workers of statements the gate does not see were not known
+    # to it, so it kept a slot for a worker max_parallel_workers left no
+    # room for)
+    configure(ctl, schedule="mls", corun_slots=2, max_wait="10min")
+    ctl.execute("create table if not exists mccdb_test_eight_rows as "
+                "select g from generate_series(1, 8) g")
+    ctl.execute("analyze mccdb_test_eight_rows")
+
+    def ungated(c):
+        # below the gate (a superuser may raise it for a session); a
+        # single-copy Gather: its worker runs the whole plan, a second a row
+        c.execute("set mccdb.schedule_min_cost = 1e15")
+        c.execute("set max_parallel_workers_per_gather = 1")
+        c.execute("set force_parallel_mode = on" if c.info.server_version < 160000
+                  else "set debug_parallel_query = on")
+        c.execute("/* ungated-worker */ select count(*) from mccdb_test_eight_rows "
+                  "where pg_sleep(1) is not null").fetchone()
+
+    def gated(c):
+        for s in ONE_WORKER:
+            c.execute(s)
+        c.execute("set max_parallel_workers = 1")  # the worker above takes it
+        c.execute(WORKER_THEN_LEADER.format(3)).fetchone()
+
+    try:
+        with in_background(ungated):
+            wait_until(ctl, "select count(*) from pg_stat_activity where backend_type = "
+                       "'parallel worker' and query like '%ungated-worker%'", 1)
+            assert ctl.execute("select count(*) from mccdb_queue q join pg_stat_activity a "
+                               "using (pid) where a.query like '%ungated-worker%'"
+                               ).fetchone()[0] == 0, "the statement is not in the gate"
+            with in_background(gated):
+                wait_until(ctl, "select count(*) from pg_stat_activity where wait_event = "
+                           "'PgSleep' and query like '%worker-then-leader%'", 1)
+                assert ctl.execute("select q.slots from mccdb_queue q join pg_stat_activity a "
+                                   "using (pid) where a.query like '%worker-then-leader%'"
+                                   ).fetchall() == [(1,)], \
+                    "no slot kept for a worker the ungated statement's worker leaves no room for"
+    finally:
+        ctl.execute("drop table if exists mccdb_test_eight_rows")
+    wait_until(ctl, "select used_slots from mccdb_scheduler()", 0)
+
+
 @contextlib.contextmanager
 def serial_sleeper(ctl, seconds):
     """A query without workers that holds one slot for seconds: running
