@@ -1,6 +1,8 @@
 """The kernel measurement pages read the guest's serial log: made-up logs
 with known numbers, in the shape the selftests print."""
-from mccdb_bench import kernel_faults, kernel_pressure
+import pytest
+
+from mccdb_bench import kernel_faults, kernel_latency, kernel_pressure
 from mccdb_bench.harness import guest
 
 LOG = """\
@@ -61,3 +63,37 @@ def test_pressure_cells():
         "**SIGBUS** after 32+ of 256 pages (695 free frames of the colour)")
     assert kernel_pressure.reclaim_cell(None) == "**did not run**"
     assert kernel_pressure.reclaim_cell(progs["color_reclaim"]) == "0 of 0 ok"
+
+
+LATENCY_LOG = """\
+=== PCTEST RUN color_latency 
+TAP version 13
+1..5
+ok 1 - the irqs-off latency tracer is on
+# bench uncoloured_irqsoff_us 212
+# where uncoloured: task color_latency-80 (uid:0 nice:0 policy:0 rt_prio:0); started at: _raw_spin_lock_irq; ended at _raw_spin_unlock_irq; stack (none)
+# bench uncoloured_pages 2048
+# bench uncoloured_fault_p50_us 31.5
+# bench exhaust_irqsoff_us 5120
+# where exhaust: task color_latency-81; started at _raw_spin_lock_irqsave; ended at _raw_spin_unlock_irqrestore; stack take_free_page_color < color_take_free
+# bench exhaust_sigbus_fault_us 91000.5
+=== PCTEST RESULT color_latency rc=0 PASS 40s
+"""
+
+
+def test_latency_values_and_where():
+    v, where = kernel_latency.program_values(guest.parse(LATENCY_LOG)["color_latency"])
+    assert v == {"uncoloured_irqsoff_us": 212, "uncoloured_pages": 2048, "uncoloured_fault_p50_us": 31.5,
+                 "exhaust_irqsoff_us": 5120, "exhaust_sigbus_fault_us": 91000.5}
+    assert where["exhaust"].endswith("stack take_free_page_color < color_take_free")
+    assert set(where) == {"uncoloured", "exhaust"}
+
+
+def test_latency_cells_and_colour_counts():
+    assert kernel_latency.cell([], 1) == "-"
+    assert kernel_latency.cell([5.0], 1) == "5.0"
+    assert kernel_latency.cell([3, 1, 2], 0) == "2 (1-3)"
+    assert kernel_latency.parse_colors("16,256") == [16, 256]
+    for bad in ("", "12", "0", "16,x"):
+        with pytest.raises(ValueError):
+            kernel_latency.parse_colors(bad)

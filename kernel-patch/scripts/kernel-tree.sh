@@ -18,13 +18,13 @@ usage() {
 Usage: $(basename "$0") command [args]
 
 Commands:
-  build [test|debug|guest]
+  build [test|debug|guest|trace]
                       Extract the tree if needed, apply the series, build a
                       bzImage for the config (default: test).  Reuses the
                       tree and the kernel when series and config are unchanged.
                       Prints the bzImage path on the last line of stdout.
   tree                Only extract the tree and apply the series.
-  path [test|debug|guest]
+  path [test|debug|guest|trace]
                       Print the bzImage path (does not build).
   check-series        Slow: apply the patches one by one; build each
                       (make -j$JOBS, test config) and run
@@ -40,6 +40,8 @@ Outputs (stable paths, used by the QEMU boot scripts):
                           PROVE_LOCKING, DEBUG_PAGEALLOC, ...)
   $BUILD/guest/bzImage    test.config + guest.config (ACPI for both vCPUs,
                           Unix sockets): the test box and the cache simulator
+  $BUILD/trace/bzImage    test.config + trace.config (the irqs-off latency
+                          tracer): the guest benchmark kernel_latency
   $BUILD/<cfg>/config     the resulting .config
   $BUILD/src              git tree: tag 'pristine' = the tarball,
                           branch 'series' = pristine + the series
@@ -142,7 +144,8 @@ fragments_for() {
 	test) echo "$CONFIGS/test.config" ;;
 	debug) echo "$CONFIGS/test.config $CONFIGS/debug.config" ;;
 	guest) echo "$CONFIGS/test.config $CONFIGS/guest.config" ;;
-	*) die "unknown config '$1' (test, debug or guest)" ;;
+	trace) echo "$CONFIGS/test.config $CONFIGS/trace.config" ;;
+	*) die "unknown config '$1' (test, debug, guest or trace)" ;;
 	esac
 }
 
@@ -279,7 +282,7 @@ main() {
 	tree) ensure_packages; extract_tree; apply_series; echo "$SRC" ;;
 	path) fragments_for "${1:-test}" >/dev/null; echo "$BUILD/${1:-test}/bzImage" ;;
 	check-series) cmd_check_series ;;
-	clean) rm -rf "$BUILD"/src "$BUILD"/obj-* "$BUILD"/test "$BUILD"/debug "$BUILD"/check-* ;;
+	clean) rm -rf "$BUILD"/src "$BUILD"/obj-* "$BUILD"/test "$BUILD"/debug "$BUILD"/guest "$BUILD"/trace "$BUILD"/check-* ;;
 	*) usage >&2; exit 2 ;;
 	esac
 }

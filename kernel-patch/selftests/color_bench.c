@@ -20,14 +20,6 @@
 #define NPAGES	(SIZE / 4096)
 #define REPS	31
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static int cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -54,9 +46,9 @@ static double fault_run(const pagecolor_set_t *set)
 		pagecolor_mbind(p, SIZE, COLOR_MODE_PREFERRED, set, 0);
 	else
 		madvise(p, SIZE, MADV_NOHUGEPAGE);
-	t0 = now();
+	t0 = pc_now();
 	pc_touch(p, NPAGES);
-	t = now() - t0;
+	t = pc_now() - t0;
 	munmap(p, SIZE);
 	return t;
 }
@@ -119,10 +111,10 @@ int main(void)
 
 		madvise(p, SIZE, MADV_NOHUGEPAGE);
 		pc_touch(p, NPAGES);
-		t0 = now();
+		t0 = pc_now();
 		rc = pagecolor_mbind(p, SIZE, COLOR_MODE_PREFERRED, &set_half,
 				     COLOR_MBIND_MIGRATE);
-		mig[i] = now() - t0;
+		mig[i] = pc_now() - t0;
 		if (i == REPS - 1)
 			tap_ok(rc == 0 && pc_range_ok(p, NPAGES, &set_half, "migrated"),
 			       "migrated pages have allowed colours");

@@ -60,14 +60,6 @@ struct report {
 	double secs;		/* touching, the checks of the chunks included */
 };
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /*
  * Child: bind [p, p + n pages) to @list with @mode, touch it page by page,
  * keeping @rep (shared with the parent) up to date, then check the range
@@ -94,7 +86,7 @@ static void child(int mode, size_t n, struct report *rep, const char *list)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_sigbus;
 	sigaction(SIGBUS, &sa, NULL);
-	t0 = now();
+	t0 = pc_now();
 	if (sigsetjmp(jb, 1) == 0) {
 		for (touched = 0; touched < n; touched++) {
 			p[touched * pc_page_size] = 1;
@@ -105,12 +97,12 @@ static void child(int mode, size_t n, struct report *rep, const char *list)
 				rep->bad += r.bad;
 				rep->absent += r.absent;
 			}
-			rep->secs = now() - t0;
+			rep->secs = pc_now() - t0;
 		}
 	} else {
 		got_sigbus = 1;
 	}
-	rep->secs = now() - t0;
+	rep->secs = pc_now() - t0;
 	rep->touched = touched;
 	if (pc_check_range(p, touched, &s, &r) == 0) {
 		rep->bad = r.bad;

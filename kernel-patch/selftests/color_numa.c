@@ -28,7 +28,6 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 
 #define NPAGES		256
@@ -103,14 +102,6 @@ static int where(pid_t pid, char *addr, int colour, struct where *w)
 	return 0;
 }
 
-static double now(void)
-{
-	struct timeval tv;
-
-	gettimeofday(&tv, NULL);
-	return tv.tv_sec + tv.tv_usec / 1e6;
-}
-
 int main(void)
 {
 	long long mig0, mig1, hint0, hint1, bal;
@@ -153,7 +144,7 @@ int main(void)
 		return tap_finish();
 	}
 	mig0 = pc_vmstat("numa_pages_migrated");
-	t0 = now();
+	t0 = pc_now();
 	if (write(cmd, &x, 1) != 1)
 		return tap_finish();
 	for (i = 0; i < 300; i++) {
@@ -161,7 +152,7 @@ int main(void)
 		if (where(pid, p, -1, &w) || w.node[0] >= NPAGES / 2)
 			break;
 	}
-	need = now() - t0;
+	need = pc_now() - t0;
 	mig1 = pc_vmstat("numa_pages_migrated");
 	pc_child_stop(pid, cmd, ans, &bad);
 	tap_ok(w0.node[1] >= NPAGES * 9 / 10 && w.node[0] >= NPAGES / 2 && bad == 0,
@@ -187,8 +178,8 @@ int main(void)
 	hint0 = pc_vmstat("numa_hint_faults");
 	if (write(cmd, &x, 1) != 1)
 		return tap_finish();
-	t0 = now();
-	while (now() - t0 < 2 * need)
+	t0 = pc_now();
+	while (pc_now() - t0 < 2 * need)
 		usleep(100000);
 	mig1 = pc_vmstat("numa_pages_migrated");
 	hint1 = pc_vmstat("numa_hint_faults");
@@ -196,7 +187,7 @@ int main(void)
 	tap_ok(w.off_colour == 0 && hint1 - hint0 >= NPAGES,
 	       "after %.1f s on node 0: %d of %d pages off colour %d; %d on node 0, "
 	       "%d on node 1 (was %d and %d); numa_hint_faults +%lld, "
-	       "numa_pages_migrated +%lld", now() - t0, w.off_colour, NPAGES, COLOR,
+	       "numa_pages_migrated +%lld", pc_now() - t0, w.off_colour, NPAGES, COLOR,
 	       w.node[0], w.node[1], w0.node[0], w0.node[1], hint1 - hint0, mig1 - mig0);
 	pc_child_stop(pid, cmd, ans, &bad);
 	tap_ok(bad == 0, "its contents intact (%zd bytes damaged)", (ssize_t)bad);

@@ -11,6 +11,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 
 int pc_nr_colors;
 long pc_page_size;
@@ -89,6 +90,14 @@ void pc_init(int n)
 	pc_nr_colors = pagecolor_nr_colors();
 	tap_plan(n);
 	tap_diag("nr_colors %d", pc_nr_colors);
+}
+
+double pc_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 int pc_check_range(const void *addr, size_t npages, const pagecolor_set_t *allowed,

@@ -68,6 +68,9 @@ size_t pc_color_share(void);
  */
 int pc_colors_holding(size_t pages);
 
+/* CLOCK_MONOTONIC in seconds. */
+double pc_now(void);
+
 /* Write one byte to every page. */
 void pc_touch(void *addr, size_t npages);
 

@@ -15,6 +15,8 @@ from ..paths import ROOT
 KERNEL_PATCH = ROOT / "kernel-patch"
 BUILD = KERNEL_PATCH / "build"
 KERNEL = BUILD / "test" / "bzImage"
+# test.config with the irqs-off latency tracer (`make -C kernel-patch kernel-trace`)
+TRACE_KERNEL = BUILD / "trace" / "bzImage"
 
 # The guest boot-test.sh boots, for a page's header.
 GUEST = ("Guest: the patched test kernel (`make -C kernel-patch kernel`) under QEMU TCG "
@@ -70,15 +72,16 @@ def parse(text):
     return programs
 
 
-def build(initramfs_target):
-    """The test kernel and the initramfs (kernel-patch/Makefile targets)."""
-    subprocess.run(["make", "-s", "-C", str(KERNEL_PATCH), "kernel", initramfs_target], check=True)
+def build(initramfs_target, kernel_target="kernel"):
+    """A kernel and the initramfs (kernel-patch/Makefile targets: kernel,
+    the test kernel, or kernel-trace)."""
+    subprocess.run(["make", "-s", "-C", str(KERNEL_PATCH), kernel_target, initramfs_target], check=True)
     return BUILD / f"{initramfs_target}.cpio.gz"
 
 
-def boot(initramfs, log, append="", timeout=1200):
-    """One boot of the test kernel; the programs' output and the verdict."""
-    cmd = [str(KERNEL_PATCH / "scripts" / "boot-test.sh"), "-k", str(KERNEL), "-i", str(initramfs),
+def boot(initramfs, log, append="", timeout=1200, kernel=KERNEL):
+    """One boot of the test kernel (or @kernel); the programs' output and the verdict."""
+    cmd = [str(KERNEL_PATCH / "scripts" / "boot-test.sh"), "-k", str(kernel), "-i", str(initramfs),
            "-o", str(log), "-e", "supported", "-t", str(timeout)]
     if append:
         cmd += ["-a", append]
@@ -91,13 +94,13 @@ def boot(initramfs, log, append="", timeout=1200):
     return Boot(rc, str(log), parse(text))
 
 
-def guarded_boots(guard, initramfs, n, log_prefix, append="", say=print):
+def guarded_boots(guard, initramfs, n, log_prefix, append="", say=print, kernel=KERNEL):
     """n boots, each one configuration of the quiet-machine guard; logs
     build/LOG_PREFIX-I.log."""
     boots = []
     for i in range(1, n + 1):
         with guard.measuring(f"boot {i}"):
-            b = boot(initramfs, BUILD / f"{log_prefix}-{i}.log", append=append)
+            b = boot(initramfs, BUILD / f"{log_prefix}-{i}.log", append=append, kernel=kernel)
         say(f"boot {i}: boot-test.sh exit {b.rc}")
         boots.append(b)
     return boots
