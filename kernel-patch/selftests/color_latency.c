@@ -54,6 +54,7 @@ struct faults {
 	float us[];		/* each fault's time */
 };
 
+/* volatile: read after siglongjmp() from the SIGBUS handler */
 static sigjmp_buf jb;
 static volatile double fault_start;
 static int child_cpu;		/* the CPU the children run on, the one traced */
@@ -124,6 +125,14 @@ static double quantile(float *v, size_t n, double q)
 	return v[(size_t)(q * (n - 1) + 0.5)];
 }
 
+/* The text after @key in @line, or NULL. */
+static const char *after(const char *line, const char *key)
+{
+	const char *s = strstr(line, key);
+
+	return s ? s + strlen(key) : NULL;
+}
+
 /*
  * "# where PHASE: task ...; started at ...; ended at ...; stack a < b < ..."
  * from the tracer's record of the longest section.
@@ -136,16 +145,25 @@ static void show_where(const char *phase)
 	FILE *f = fopen(TRACING "/trace", "r");
 
 	while (f && fgets(line, sizeof(line), f)) {
-		char *s;
+		const char *v;
 
 		line[strcspn(line, "\n")] = 0;
-		if ((s = strstr(line, "| task: ")))
-			snprintf(task, sizeof(task), "%s", s + 8);
-		else if ((s = strstr(line, "=> started at: ")))
-			snprintf(start, sizeof(start), "%s", s + 15);
-		else if ((s = strstr(line, "=> ended at:")))
-			snprintf(end, sizeof(end), "%s", s + 12 + strspn(s + 12, " "));
-		else if (!strncmp(line, " => ", 4) && frames < 8) {
+		v = after(line, "| task: ");
+		if (v) {
+			snprintf(task, sizeof(task), "%s", v);
+			continue;
+		}
+		v = after(line, "=> started at: ");
+		if (v) {
+			snprintf(start, sizeof(start), "%s", v);
+			continue;
+		}
+		v = after(line, "=> ended at:");
+		if (v) {
+			snprintf(end, sizeof(end), "%s", v + strspn(v, " "));
+			continue;
+		}
+		if (!strncmp(line, " => ", 4) && frames < 8) {
 			size_t len = strlen(stack);
 
 			snprintf(stack + len, sizeof(stack) - len, "%s%s",
@@ -226,8 +244,7 @@ int main(void)
 	pc_read_line(TRACING "/available_tracers", tracers, sizeof(tracers));
 	if (!strstr(tracers, "irqsoff")) {
 		for (int i = 0; i < PLAN; i++)
-			tap_skip("no irqsoff tracer (the trace kernel has it: "
-				 "scripts/kernel-tree.sh build trace)");
+			tap_skip("no irqsoff tracer (kernel-tree.sh build trace has one)");
 		tap_finish();
 		return KSFT_SKIP;
 	}
