@@ -10,7 +10,12 @@
  * values appear in mccdb_recent_queries.  Where the kernel or the CPU
  * offers no PMU (virtual machines often do not), perf_event_open fails: the
  * query runs as usual, its counters are NULL, and the reason is logged once
- * per backend and shown by mccdb_counters_status().
+ * per backend and shown by mccdb_counters_status().  A backend that found
+ * no PMU (an event libpfm4 cannot encode, or perf_event_open refusing it in
+ * a way another try would meet again) stops trying: its next statements
+ * take the fast path, as with mccdb.counters off.  The events are encoded
+ * once per backend: libpfm4 parses each name, some ten thousand
+ * instructions, which every statement would otherwise pay.
  *
  * The counters belong to the statement: each open top-level statement
  * (a cursor stays open while other statements run) has file descriptors
@@ -22,6 +27,7 @@
  */
 #include "postgres.h"
 
+#include <errno.h>
 #include <linux/perf_event.h>
 #include <perfmon/pfmlib_perf_event.h>
 #include <sys/ioctl.h>
@@ -48,6 +54,13 @@ static const char *const event_names[MCCDB_NCOUNTERS] = {
 static bool pfm_ready = false;
 static char unavailable[256] = "";	/* why counters cannot be read here */
 static bool unavailable_logged = false;
+
+/* event_names as perf_event_open takes them, once encoded */
+static struct perf_event_attr event_attrs[MCCDB_NCOUNTERS];
+static bool events_encoded = false;
+
+/* no PMU for this backend: statements do not try again */
+static bool counters_gone = false;
 
 /* One statement's counters, in its memory context. */
 typedef struct StatementCounters
@@ -124,6 +137,45 @@ note_unavailable(const char *why)
 	}
 }
 
+/* Encode event_names into event_attrs, once per process. */
+static bool
+encode_events(void)
+{
+	int			i;
+
+	if (events_encoded)
+		return true;
+	for (i = 0; i < MCCDB_NCOUNTERS; i++)
+	{
+		struct perf_event_attr *attr = &event_attrs[i];
+		const char *err = mccdb_counter_encode(event_names[i], attr);
+
+		if (err)
+		{
+			note_unavailable(psprintf("%s: %s", event_names[i], err));
+			counters_gone = true;
+			return false;
+		}
+		attr->disabled = 1;
+		attr->exclude_kernel = 1;
+		attr->exclude_hv = 1;
+	}
+	events_encoded = true;
+	return true;
+}
+
+/*
+ * perf_event_open's refusals that another try in this process would meet
+ * again: no such event or PMU, not permitted (perf_event_paranoid), not
+ * supported.  Running out of descriptors or a busy PMU may pass.
+ */
+static bool
+refused_for_good(int err)
+{
+	return err == ENOENT || err == ENODEV || err == EOPNOTSUPP || err == EACCES ||
+		err == EPERM || err == EINVAL;
+}
+
 /* Open and start the counters of this process into fds; false if unavailable. */
 static bool
 counters_start(int fds[MCCDB_NCOUNTERS])
@@ -132,28 +184,24 @@ counters_start(int fds[MCCDB_NCOUNTERS])
 
 	for (i = 0; i < MCCDB_NCOUNTERS; i++)
 		fds[i] = -1;
+	if (!encode_events())
+		return false;
 	for (i = 0; i < MCCDB_NCOUNTERS; i++)
 	{
-		struct perf_event_attr attr;
-		const char *err = mccdb_counter_encode(event_names[i], &attr);
-
-		if (err)
-		{
-			note_unavailable(psprintf("%s: %s", event_names[i], err));
-			close_all(fds);
-			return false;
-		}
-		attr.disabled = 1;
-		attr.exclude_kernel = 1;
-		attr.exclude_hv = 1;
-		fds[i] = (int) syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+		fds[i] = (int) syscall(SYS_perf_event_open, &event_attrs[i], 0, -1, -1,
+							   PERF_FLAG_FD_CLOEXEC);
 		if (fds[i] < 0)
 		{
+			int			err = errno;
+
+			counters_gone = refused_for_good(err);
+			errno = err;
 			note_unavailable(psprintf("perf_event_open(%s): %m", event_names[i]));
 			close_all(fds);
 			return false;
 		}
 	}
+	counters_gone = false;
 	for (i = 0; i < MCCDB_NCOUNTERS; i++)
 	{
 		ioctl(fds[i], PERF_EVENT_IOC_RESET, 0);
@@ -210,11 +258,11 @@ mccdb_counters_init(void)
 							 NULL, NULL, NULL);
 }
 
-/* A top-level statement starts: count it, if mccdb.counters is on. */
+/* A top-level statement starts: count it, if mccdb.counters is on and the PMU may be there. */
 bool
 mccdb_counters_wanted(void)
 {
-	return count_queries;
+	return count_queries && !counters_gone;
 }
 
 void
@@ -222,7 +270,7 @@ mccdb_counters_statement_start(MccdbStatement *st)
 {
 	StatementCounters *sc;
 
-	if (!count_queries)
+	if (!mccdb_counters_wanted())
 		return;
 	sc = MemoryContextAllocZero(st->cxt, sizeof(StatementCounters));
 	sc->st = st;
@@ -256,7 +304,11 @@ mccdb_counters_statement_stop(MccdbStatement *st)
 PG_FUNCTION_INFO_V1(mccdb_counters_status);
 PG_FUNCTION_INFO_V1(mccdb_counter_encoding);
 
-/* "available", or "unavailable: why" after a failed attempt in this backend. */
+/*
+ * "available", or "unavailable: why".  It tries now, so the answer does not
+ * depend on history: a backend whose statements stopped trying starts
+ * again when this finds the counters there (perf_event_paranoid lowered).
+ */
 Datum
 mccdb_counters_status(PG_FUNCTION_ARGS)
 {
@@ -264,12 +316,12 @@ mccdb_counters_status(PG_FUNCTION_ARGS)
 	int			fds[MCCDB_NCOUNTERS];
 
 	mccdb_require_preload();
-	/* try once now, so the answer does not depend on history */
-	if (unavailable[0] == '\0' && counters_start(fds))
+	if (counters_start(fds))
+	{
 		(void) counters_stop(fds, values);
-	if (unavailable[0] != '\0')
-		PG_RETURN_TEXT_P(cstring_to_text(psprintf("unavailable: %s", unavailable)));
-	PG_RETURN_TEXT_P(cstring_to_text("available"));
+		PG_RETURN_TEXT_P(cstring_to_text("available"));
+	}
+	PG_RETURN_TEXT_P(cstring_to_text(psprintf("unavailable: %s", unavailable)));
 }
 
 /* How libpfm4 encodes an event name for perf_event_open: (type, config). */

@@ -60,3 +60,23 @@ def test_a_known_query_the_gate_lets_pass_is_counted(ctl, tables):
         c.execute("set mccdb.min_cost = 1e30")
         heard = mccdb_debug(c, lambda c: c.execute(JOIN).fetchall())
     assert "mccdb: counting a bypass of a known query" in heard, heard
+
+
+def test_counters_where_there_is_no_pmu_stop_costing_after_the_first_statement(ctl, tables):
+    """With mccdb.counters on and no PMU (this VM), the first statement finds
+    the counters unavailable; the next ones take the fast path instead of
+    encoding the events and calling perf_event_open again each time.  Where
+    a PMU is there every statement counts, which is what counters on asks."""
+    configure(ctl, schedule="shortest", corun_slots=2, max_wait="10min", min_cost=1000)
+    with connect() as c:
+        status = c.execute("select mccdb_counters_status()").fetchone()[0]
+        c.execute("set mccdb.counters = on")
+        c.execute(POINT, (1,)).fetchall()
+        heard = mccdb_debug(c, lambda c: [c.execute(POINT, (i,)).fetchall() for i in range(1, 21)])
+        if status == "available":
+            assert sum("state of a statement" in m for m in heard) == 20, heard
+        else:
+            assert status.startswith("unavailable: "), status
+            assert heard == [], heard
+            # asking again tries again, and says the same
+            assert c.execute("select mccdb_counters_status()").fetchone()[0] == status
