@@ -41,6 +41,8 @@ oltp_cost_pages() {
 	bench oltp_cost --db pgbench --scale 10 --configs stock,all-off,queryid,defaults --scripts tpcb-like --modes simple --clients 1,16 --seconds 10 --warmup 2 --reps 4 --name oltp-cost-queryid
 	bench oltp_cost --db pgbench --scale 10 --configs stock,defaults,defaults-shortest --scripts select-only,tpcb-like --seconds 15 --warmup 3 --reps 8 --name oltp-cost-targets
 	bench oltp_cost --db pgbench --scale 10 --scripts select-only,tpcb-like --clients 4 --seconds 15 --warmup 3 --reps 8 --name oltp-cost-features
+	# the instructions each configuration adds, counted under callgrind (about 20 min)
+	bench oltp_instructions --db pgbench --scale 10 --configs stock,stock-queryid,defaults-no-queryid,all-off,queryid,track-top,track-all,learn,explain,plan-sls,plan-mls,counters,placement,partition,gate-shortest,gate-predictive,defaults,defaults-shortest --name oltp-instructions
 	on_pg18 oltp_cost_pg18
 }
 # on_pg18 FUNCTION: FUNCTION's bench lines on PostgreSQL 18, in a cluster of
@@ -61,6 +63,7 @@ on_pg18() {
 }
 oltp_cost_pg18() {
 	bench oltp_cost --db pgbench --scale 10 --configs stock,all-off,defaults,defaults-shortest --scripts select-only,tpcb-like --clients 1,16 --seconds 10 --warmup 2 --reps 3 --name oltp-cost-quick-pg18
+	bench oltp_instructions --db pgbench --scale 10 --configs stock,stock-queryid,defaults-no-queryid,all-off,queryid,track-top,track-all,learn,explain,plan-sls,plan-mls,counters,placement,partition,gate-shortest,gate-predictive,defaults,defaults-shortest --name oltp-instructions-pg18
 }
 memory_budget_pg18() {
 	bench memory_budget --reps 5 --name memory-budget-pg18

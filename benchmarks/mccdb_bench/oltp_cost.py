@@ -17,6 +17,11 @@ for every run in one of these configurations (--configs):
                      mccdb.schedule_min_cost (the page checks it), so it
                      measures the gate's bypass
   defaults           mccdb preloaded, every setting at its default
+  stock-queryid      stock with compute_query_id = on (only when named): what
+                     a server that computes query ids anyway (pg_stat_statements)
+                     pays without mccdb
+  defaults-no-queryid  the defaults with compute_query_id = off (only when
+                     named): what a DBA saves an OLTP role with ALTER ROLE
   defaults-shortest  the same with mccdb.schedule = shortest
 
 Every cell (pgbench script x -M protocol x clients) of every repetition runs
@@ -106,6 +111,7 @@ FEATURES = {
                         {"mccdb.schedule": "predictive"}),
 }
 DEFAULT_CONFIGS = ["stock", "all-off", *FEATURES, "defaults", "defaults-shortest"]
+EXTRA_CONFIGS = ["stock-queryid", "defaults-no-queryid"]      # named only when asked for
 
 
 @dataclass(frozen=True)
@@ -129,6 +135,12 @@ def config(name):
     """The Config a name means; ValueError for an unknown one."""
     if name == "stock":
         return Config(name, "mccdb not in shared_preload_libraries", False)
+    if name == "stock-queryid":
+        return Config(name, "mccdb not loaded, compute_query_id = on: the query id alone, as a server with "
+                      "pg_stat_statements computes it", False, session={"compute_query_id": "on"})
+    if name == "defaults-no-queryid":
+        return Config(name, "mccdb preloaded at its defaults, compute_query_id = off (as ALTER ROLE ... SET "
+                      "would have it for an OLTP role)", True, session={"compute_query_id": "off"})
     if name == "all-off":
         return Config(name, "mccdb preloaded, every feature off", True, dict(OFF_SERVER), dict(OFF_SESSION))
     if name in FEATURES:
@@ -141,7 +153,7 @@ def config(name):
     if name == "defaults-shortest":
         return Config(name, "mccdb preloaded at its defaults, mccdb.schedule = shortest", True,
                       {"mccdb.schedule": "shortest"})
-    raise ValueError(f"unknown configuration {name!r}; known: {', '.join(DEFAULT_CONFIGS)}")
+    raise ValueError(f"unknown configuration {name!r}; known: {', '.join(DEFAULT_CONFIGS + EXTRA_CONFIGS)}")
 
 
 def parse_configs(text):
