@@ -61,8 +61,7 @@ def main(argv=None):
     rows = []
     for key, what, digits in MEASURES:
         s = stats.summarize([v[key] for v in good])
-        rows.append([what, s.fmt(digits) if digits else
-                     (f"{s.median:,.0f} ({s.lo:,.0f}-{s.hi:,.0f})" if s.n > 1 else f"{s.median:,.0f}")])
+        rows.append([what, s.fmt(digits, thousands=not digits)])
     res.table(["measurement", f"median (min-max) over {len(good)} boots"], rows)
     res.add("Per boot:\n")
     res.table(["boot", "verdict", "color_bench", "all / uncoloured", "half / uncoloured", "migrate µs/page", "log"],

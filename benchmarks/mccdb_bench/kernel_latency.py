@@ -58,11 +58,7 @@ def parse_colors(text):
 
 def cell(values, digits):
     s = stats.summarize(values)
-    if not s.n:
-        return "-"
-    if s.n == 1:
-        return f"{s.median:,.{digits}f}"
-    return f"{s.median:,.{digits}f} ({s.lo:,.{digits}f}-{s.hi:,.{digits}f})"
+    return s.fmt(digits, thousands=True) if s.n else "-"
 
 
 def main(argv=None):

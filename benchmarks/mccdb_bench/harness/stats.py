@@ -13,11 +13,12 @@ class Summary:
     hi: float
     n: int
 
-    def fmt(self, digits=2, unit=""):
-        """'1.23 (1.10-1.40)': median and (min-max) over the n values."""
+    def fmt(self, digits=2, unit="", thousands=False):
+        """'1.23 (1.10-1.40)': median and (min-max) over the n values
+        (thousands: '12,345 (9,876-13,002)')."""
         if self.n == 0:
             return "n/a"
-        f = f"{{:.{digits}f}}"
+        f = f"{{:{',' if thousands else ''}.{digits}f}}"
         if self.n == 1:
             return f.format(self.median) + unit
         return f"{f.format(self.median)}{unit} ({f.format(self.lo)}-{f.format(self.hi)})"
