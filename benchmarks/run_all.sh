@@ -43,6 +43,8 @@ oltp_cost_pages() {
 	bench oltp_cost --db pgbench --scale 10 --scripts select-only,tpcb-like --clients 4 --seconds 15 --warmup 3 --reps 8 --name oltp-cost-features
 	# the instructions each configuration adds, counted under callgrind (about 20 min)
 	bench oltp_instructions --db pgbench --scale 10 --configs stock,stock-queryid,defaults-no-queryid,all-off,queryid,track-top,track-all,learn,explain,plan-sls,plan-mls,counters,placement,partition,gate-shortest,gate-predictive,defaults,defaults-shortest --name oltp-instructions
+	# the same two configurations' simulated cache misses (callgrind's model; about 10 min)
+	bench oltp_instructions --db pgbench --scale 10 --configs stock,defaults --scripts select-only,tpcb-like --cache-sim --name oltp-instructions-cachesim
 	on_pg18 oltp_cost_pg18
 }
 # on_pg18 FUNCTION: FUNCTION's bench lines on PostgreSQL 18, in a cluster of

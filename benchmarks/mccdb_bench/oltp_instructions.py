@@ -25,6 +25,10 @@ query id PostgreSQL computes because mccdb asks for it, as
 pg_stat_statements does), and in the rest of PostgreSQL (what mccdb makes it
 do: palloc, hash lookups, ...).
 
+--cache-sim adds callgrind's cache model (first level and last level,
+the host's sizes): misses per transaction, the same difference.  A model,
+not this machine's counters (it has no PMU), but as reproducible.
+
 Instructions are not time (cache misses, the kernel's share), so the page
 also converts them at the rate of this machine: one native run of stock per
 cell (--native-seconds) gives the server's user CPU per transaction, which
@@ -82,13 +86,27 @@ def parse_annotate(text):
     return costs
 
 
-def summary_ir(path):
-    """The profile's total Ir (its 'summary:' line), 0 when it has none."""
+def summary_events(path):
+    """{event: total} of a profile ('events:' and 'summary:' lines): Ir, and
+    with --cache-sim the cache model's accesses and misses too."""
+    names, totals = [], []
     with open(path, errors="replace") as f:
         for line in f:
-            if line.startswith("summary:"):
-                return int(line.split()[1])
-    return 0
+            if line.startswith("events:"):
+                names = line.split()[1:]
+            elif line.startswith("summary:"):
+                totals = [int(x) for x in line.split()[1:]]
+    return dict(zip(names, totals))
+
+
+def summary_ir(path):
+    """The profile's total Ir, 0 when it has none."""
+    return summary_events(path).get("Ir", 0)
+
+
+# callgrind --cache-sim's events: first-level instruction and data read and
+# write misses, last-level ones
+CACHE_EVENTS = ["I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw"]
 
 
 def per_tx(big, small, n):
@@ -114,8 +132,8 @@ class ServerUnderCallgrind:
     """The project cluster's postmaster, restarted under callgrind: every
     process it forks writes outdir/cg.PID when it exits."""
 
-    def __init__(self, db, outdir, say):
-        self.db, self.outdir, self.say = db, pathlib.Path(outdir), say
+    def __init__(self, db, outdir, say, cache_sim=False):
+        self.db, self.outdir, self.say, self.cache_sim = db, pathlib.Path(outdir), say, cache_sim
         with pg.connect(db, base=False) as c:
             self.datadir = c.execute("show data_directory").fetchone()[0]
             pm = procstat.postmaster_of(c.info.backend_pid)
@@ -138,6 +156,7 @@ class ServerUnderCallgrind:
         log = open(self.outdir / "server.log", "w")
         self.proc = subprocess.Popen(
             self.as_owner(["valgrind", "--tool=callgrind", "--trace-children=yes",
+                           *(["--cache-sim=yes"] if self.cache_sim else []),
                            f"--callgrind-out-file={self.outdir}/cg.%p", self.exe, "-D", self.datadir,
                            *QUIET_SERVER]),
             stdout=log, stderr=subprocess.STDOUT)
@@ -204,12 +223,12 @@ def fresh_copy(template, copy):
         c.execute(f'create database "{copy}" template "{template}" strategy file_copy')
 
 
-def measure_config(cfg, db, cells, counts, workdir, say):
+def measure_config(cfg, db, cells, counts, workdir, say, cache_sim=False):
     """{cell: {'ir': Ir/tx, 'self': {...}, 'incl': {...}}} for one configuration."""
     env = {**os.environ, "PGOPTIONS": cfg.pgoptions()}
     copy = f"{db}_callgrind"
     fresh_copy(db, copy)
-    server = ServerUnderCallgrind(copy, workdir / cfg.name, say).start()
+    server = ServerUnderCallgrind(copy, workdir / cfg.name, say, cache_sim).start()
     out = {}
     try:
         for cell in cells:
@@ -221,7 +240,9 @@ def measure_config(cfg, db, cells, counts, workdir, say):
                 got.append((path, annotate(path, False), annotate(path, True)))
             (p1, s1, i1), (p2, s2, i2) = got
             n = counts[1] - counts[0]
+            e1, e2 = summary_events(p1), summary_events(p2)
             out[cell] = {"ir": (summary_ir(p2) - summary_ir(p1)) / n,
+                         "events": {k: (e2[k] - e1.get(k, 0)) / n for k in e2},
                          "self": per_tx(s2, s1, n), "incl": per_tx(i2, i1, n)}
             say(f"  {cfg.name:18s} {cell[0]} -M {cell[1]}: {out[cell]['ir']:,.0f} instructions/tx")
     finally:
@@ -273,6 +294,8 @@ def main(argv=None):
                     help="N1,N2: transactions in the two connections of a cell (N2 > N1)")
     ap.add_argument("--native-seconds", type=int, default=10,
                     help="the native stock run per cell that converts instructions to time (0: none)")
+    ap.add_argument("--cache-sim", action="store_true",
+                    help="also callgrind's cache model: misses per transaction")
     ap.add_argument("--scale", type=int, default=10, help="pgbench -i -s")
     ap.add_argument("--name", default="oltp-instructions")
     a = ap.parse_args(argv)
@@ -305,7 +328,8 @@ def main(argv=None):
         with tempfile.TemporaryDirectory(prefix="mccdb-oltp-instructions-") as tmp:
             for cfg in cfgs:
                 oltp_cost.apply_config(cfg, db, state)
-                results[cfg.name] = measure_config(cfg, db, cells, counts, pathlib.Path(tmp), say)
+                results[cfg.name] = measure_config(cfg, db, cells, counts, pathlib.Path(tmp), say,
+                                                   a.cache_sim)
             if a.native_seconds > 0:
                 # counts need no quiet machine; the native runs that convert them do
                 guard = res.guard = start_guard(a, say, own_load=2)
@@ -366,6 +390,21 @@ def write_page(res, a, cfgs, cells, counts, results, rate):
                 row.append(f"{d:+,.0f} ({100 * d / results['stock-queryid'][cell]['ir']:+.2f}%{us})")
             qrows.append(row)
         res.table(headers, qrows)
+    if a.cache_sim:
+        res.add("## Cache misses per transaction in callgrind's cache model\n")
+        res.add("callgrind's cache model (`--cache-sim=yes`: a first-level instruction and data cache and "
+                "the last level, the host's sizes, no prefetch; a model, not this machine's counters): "
+                "misses per transaction, and the difference to stock. I1mr/D1mr/D1mw: first-level "
+                "instruction, data-read, data-write misses; ILmr/DLmr/DLmw: the last level's.\n")
+        crows = []
+        for cfg in cfgs:
+            for cell in cells:
+                ev, base = results[cfg.name][cell]["events"], results["stock"][cell]["events"]
+                crows.append([cfg.name, f"{cell[0]} -M {cell[1]}"] +
+                             [f"{ev.get(k, 0):,.1f}" + ("" if cfg.name == "stock" else
+                                                        f" ({ev.get(k, 0) - base.get(k, 0):+,.1f})")
+                              for k in CACHE_EVENTS])
+        res.table(["configuration", "cell", *CACHE_EVENTS], crows)
     res.add("## Where the added instructions are\n")
     res.add("Per configuration and cell: the instructions per transaction added over stock; of them, "
             "JumbleQuery's (inclusive: the query id PostgreSQL computes when mccdb or pg_stat_statements "

@@ -65,6 +65,16 @@ def test_summary_ir(tmp_path):
     assert oi.summary_ir(q) == 0
 
 
+def test_summary_events_with_the_cache_simulation(tmp_path):
+    p = tmp_path / "cg.3"
+    p.write_text("events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw\n"
+                 "summary: 121179644 22610639 47751272 1179943 906977 1849098 11469 88251 1648320\n")
+    got = oi.summary_events(p)
+    assert got["Ir"] == 121179644 and got["D1mr"] == 906977 and got["DLmw"] == 1648320
+    assert oi.summary_ir(p) == 121179644
+    assert set(oi.CACHE_EVENTS) <= set(got)
+
+
 def test_stock_queryid_is_stock_with_the_query_id_on():
     c = oltp_cost.config("stock-queryid")
     assert not c.preload and c.server == {} and c.session == {"compute_query_id": "on"}
