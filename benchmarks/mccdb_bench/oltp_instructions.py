@@ -96,6 +96,7 @@ def summary_events(path):
                 names = line.split()[1:]
             elif line.startswith("summary:"):
                 totals = [int(x) for x in line.split()[1:]]
+                break       # the header's last line of the two
     return dict(zip(names, totals))
 
 
@@ -240,9 +241,8 @@ def measure_config(cfg, db, cells, counts, workdir, say, cache_sim=False):
                 got.append((path, annotate(path, False), annotate(path, True)))
             (p1, s1, i1), (p2, s2, i2) = got
             n = counts[1] - counts[0]
-            e1, e2 = summary_events(p1), summary_events(p2)
-            out[cell] = {"ir": (summary_ir(p2) - summary_ir(p1)) / n,
-                         "events": {k: (e2[k] - e1.get(k, 0)) / n for k in e2},
+            events = per_tx(summary_events(p2), summary_events(p1), n)
+            out[cell] = {"ir": events["Ir"], "events": events,
                          "self": per_tx(s2, s1, n), "incl": per_tx(i2, i1, n)}
             say(f"  {cfg.name:18s} {cell[0]} -M {cell[1]}: {out[cell]['ir']:,.0f} instructions/tx")
     finally:
@@ -260,13 +260,7 @@ def native_user_ns_per_tx(cell, db, seconds, guard):
         pm = procstat.postmaster_of(c.info.backend_pid)
 
     def user_ticks():
-        st = procstat.read_stat(pm)
-        total = st[2] + st[4]
-        for kid in procstat.children(pm):
-            k = procstat.read_stat(kid)
-            if k is not None:
-                total += k[2] + k[4]
-        return total
+        return procstat.tree_ticks(pm, user_only=True)[0]
 
     cmd = oltp_cost.pgbench_command(cell[0], cell[1], 1, seconds, db)
     env = {**os.environ, "PGOPTIONS": "-c synchronous_commit=off"}
@@ -345,6 +339,11 @@ def main(argv=None):
     return res
 
 
+def approx_us(d, cell, rate):
+    """', ~N us': d instructions at the cell's native rate, when there is one."""
+    return f", ~{d * rate[cell] / 1000:.2f} us" if cell in rate else ""
+
+
 def write_page(res, a, cfgs, cells, counts, results, rate):
     res.add("The instructions a backend executes per pgbench transaction, counted by valgrind's callgrind: "
             "for each configuration the cluster restarted into it and then under "
@@ -371,8 +370,7 @@ def write_page(res, a, cfgs, cells, counts, results, rate):
                 row.append(f"{ir:,.0f}")
             else:
                 d = ir - base
-                us = f", ~{d * rate[cell] / 1000:.2f} us" if cell in rate else ""
-                row.append(f"{ir:,.0f} ({d:+,.0f} = {100 * d / base:+.2f}%{us})")
+                row.append(f"{ir:,.0f} ({d:+,.0f} = {100 * d / base:+.2f}%{approx_us(d, cell, rate)})")
         rows.append(row)
     res.table(headers, rows)
     if "stock-queryid" in results:
@@ -386,8 +384,8 @@ def write_page(res, a, cfgs, cells, counts, results, rate):
             row = [cfg.name]
             for cell in cells:
                 d = results[cfg.name][cell]["ir"] - results["stock-queryid"][cell]["ir"]
-                us = f", ~{d * rate[cell] / 1000:.2f} us" if cell in rate else ""
-                row.append(f"{d:+,.0f} ({100 * d / results['stock-queryid'][cell]['ir']:+.2f}%{us})")
+                row.append(f"{d:+,.0f} ({100 * d / results['stock-queryid'][cell]['ir']:+.2f}%"
+                           f"{approx_us(d, cell, rate)})")
             qrows.append(row)
         res.table(headers, qrows)
     if a.cache_sim:
@@ -416,9 +414,7 @@ def write_page(res, a, cfgs, cells, counts, results, rate):
             continue
         for cell in cells:
             r, s = results[cfg.name][cell], results["stock"][cell]
-            self_diff = {k: r["self"].get(k, 0) - s["self"].get(k, 0) for k in set(r["self"]) | set(s["self"])}
-            incl_diff = {k: r["incl"].get(k, 0) - s["incl"].get(k, 0) for k in set(r["incl"]) | set(s["incl"])}
-            modules, jumble = breakdown(self_diff, incl_diff)
+            modules, jumble = breakdown(per_tx(r["self"], s["self"], 1), per_tx(r["incl"], s["incl"], 1))
             added = r["ir"] - s["ir"]
             own = sum(modules.values())
             top = sorted(modules.items(), key=lambda kv: -kv[1])[:5]

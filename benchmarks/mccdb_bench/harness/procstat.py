@@ -65,9 +65,9 @@ def children(pid, proc="/proc"):
     return out
 
 
-def tree_ticks(postmaster, proc="/proc", tries=20):
+def tree_ticks(postmaster, proc="/proc", tries=20, user_only=False):
     """(ticks, live children's PIDs): the server's CPU time so far, as the
-    module's docstring sums it.  A child reaped between reading it and
+    module's docstring sums it (user_only: utime and cutime alone).  A child reaped between reading it and
     reading the postmaster would be counted twice or not at all, so the
     reading is taken again until the children were the same before and
     after it.  RuntimeError when the postmaster is not readable (a server
@@ -77,12 +77,14 @@ def tree_ticks(postmaster, proc="/proc", tries=20):
         st = read_stat(postmaster, proc)
         if st is None:
             raise RuntimeError(f"/proc/{postmaster}/stat is not readable: the server must run on this host")
-        total = sum(st[2:6])
+        # utime, stime, cutime, cstime are st[2:6]
+        fields = (2, 4) if user_only else (2, 3, 4, 5)
+        total = sum(st[i] for i in fields)
         kids = []
         for child in kids_before:
             c = read_stat(child, proc)
             if c is not None and c[1] == postmaster:
-                total += sum(c[2:6])
+                total += sum(c[i] for i in fields)
                 kids.append(child)
         if kids == kids_before and sorted(children(postmaster, proc)) == kids_before:
             return total, kids
