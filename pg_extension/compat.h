@@ -26,9 +26,16 @@
 #include "commands/explain_state.h"
 #endif
 #if PG_VERSION_NUM >= 160000
-#include "nodes/queryjumble.h"	/* EnableQueryId() */
+#include "nodes/queryjumble.h"	/* JumbleQuery() */
 #else
 #include "utils/queryjumble.h"
+#endif
+
+/* PostgreSQL's query identifier of an analysed statement (queryId). */
+#if PG_VERSION_NUM >= 160000
+#define mccdb_jumble_query(query, text) JumbleQuery(query)
+#else
+#define mccdb_jumble_query(query, text) JumbleQuery(query, text)
 #endif
 
 #if PG_VERSION_NUM < 150000

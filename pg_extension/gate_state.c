@@ -228,12 +228,6 @@ mccdb_admission_init(void)
 							 PGC_POSTMASTER, 0,
 							 NULL, NULL, NULL);
 
-	/*
-	 * Run times and statistics are kept per queryid, as pg_stat_statements
-	 * keeps its entries: compute_query_id = auto computes them.
-	 */
-	EnableQueryId();
-
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = admission_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;

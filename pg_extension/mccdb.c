@@ -30,6 +30,7 @@
 #include "miscadmin.h"
 #include "partition.h"
 #include "plan_choice.h"
+#include "query_id.h"
 #include "query_stats.h"
 #include "recent.h"
 #include "server_cost.h"
@@ -349,6 +350,7 @@ _PG_init(void)
 	mccdb_query_stats_init();
 	mccdb_counters_init();
 	mccdb_partition_init();
+	mccdb_query_id_init();
 	MarkGUCPrefixReserved("mccdb");
 
 	prev_ExecutorStart = ExecutorStart_hook;

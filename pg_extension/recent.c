@@ -197,6 +197,12 @@ mccdb_recent_wants(const MccdbStatement *st)
 }
 
 bool
+mccdb_recent_records_every_cost(void)
+{
+	return track != MCCDB_TRACK_NONE && recent_max > 0 && track_min_cost <= 0;
+}
+
+bool
 mccdb_recent_wants_statement(PlannedStmt *plan, bool top, int eflags)
 {
 	Cost		cost;

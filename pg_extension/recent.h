@@ -15,6 +15,8 @@ extern void mccdb_recent_init(void);
 
 /* Do mccdb.track and mccdb.track_min_cost record this statement? */
 extern bool mccdb_recent_wants(const MccdbStatement *st);
+/* Does mccdb.track_min_cost = 0 ask to record statements of any cost? */
+extern bool mccdb_recent_records_every_cost(void);
 /* The same before the statement has a state: its plan, is it a client's, its eflags. */
 extern bool mccdb_recent_wants_statement(PlannedStmt *plan, bool top, int eflags);
 

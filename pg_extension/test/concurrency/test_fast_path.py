@@ -9,6 +9,9 @@ cost far less than mccdb.schedule_min_cost and mccdb.track_min_cost) must
 make neither.  The same session's hash join, a cheap statement the ring is
 told to record, and a known query the gate lets pass, do make them: the
 count can see one.
+
+Nor does a point lookup get a query identifier PostgreSQL would not compute
+without mccdb: EXPLAIN (VERBOSE) prints the one a statement has.
 """
 from conftest import configure, connect
 from test_gate_never_hangs import JOIN, tables  # noqa: F401 (a fixture)
@@ -49,6 +52,41 @@ def test_a_point_lookup_makes_no_state_and_takes_no_gate_lock(ctl, tables):
         c.execute("set mccdb.track_min_cost = 0")
         assert any("state of a statement" in m
                    for m in mccdb_debug(c, lambda c: c.execute(POINT, (1,)).fetchall()))
+
+
+def query_ids(c, sql):
+    """The Query Identifier lines of EXPLAIN (VERBOSE) of sql."""
+    rows = c.execute("explain (verbose, costs off) " + sql).fetchall()
+    return [r[0].strip() for r in rows if r[0].strip().startswith("Query Identifier:")]
+
+
+def test_a_point_lookup_gets_no_query_id_that_stock_would_not_compute(ctl, tables):
+    configure(ctl, schedule="shortest", corun_slots=2, max_wait="10min", min_cost=1000)
+    with connect() as c:
+        assert c.execute("show compute_query_id").fetchone()[0] == "auto"
+        assert c.execute("select count(*) from pg_settings where name = 'shared_preload_libraries' "
+                         "and setting ~ 'pg_stat_statements'").fetchone()[0] == 0
+        for sql in (POINT % 1, UPDATE % 1, "insert into gate_small values (1000, 1)",
+                    "select * from gate_small for update"):
+            assert query_ids(c, sql) == [], sql
+        # what mccdb learns from gets PostgreSQL's own id, the one
+        # compute_query_id = on gives and pg_stat_statements shows
+        learnable = [JOIN, "select count(*) from gate_small", "select distinct v from gate_small",
+                     "select v from gate_small where id in (select id from gate_big)",
+                     "select pg_sleep(0)"]
+        mine = [query_ids(c, sql) for sql in learnable]
+        assert all(len(ids) == 1 for ids in mine), mine
+        c.execute("create temp view small_view as select * from gate_small")
+        assert len(query_ids(c, "select v from small_view where id = 1")) == 1
+        c.execute("set compute_query_id = on")
+        assert [query_ids(c, sql) for sql in learnable] == mine
+        assert len(query_ids(c, POINT % 1)) == 1
+        c.execute("reset compute_query_id")
+        # a ring told to record every statement records each with its id
+        c.execute("set mccdb.track_min_cost = 0")
+        assert len(query_ids(c, POINT % 1)) == 1
+        c.execute("set compute_query_id = off")
+        assert query_ids(c, JOIN) == []
 
 
 def test_a_known_query_the_gate_lets_pass_is_counted(ctl, tables):
