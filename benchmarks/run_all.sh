@@ -40,9 +40,11 @@ oltp_cost_pages() {
 	# what the query id mccdb asks for costs the simple protocol (the quick look's open question)
 	bench oltp_cost --db pgbench --scale 10 --configs stock,all-off,queryid,defaults --scripts tpcb-like --modes simple --clients 1,16 --seconds 10 --warmup 2 --reps 4 --name oltp-cost-queryid
 	bench oltp_cost --db pgbench --scale 10 --configs stock,defaults,defaults-shortest --scripts select-only,tpcb-like --seconds 15 --warmup 3 --reps 8 --name oltp-cost-targets
+	# the two cells where it resolved a cost, again after the query id change (about 12 min)
+	bench oltp_cost --db pgbench --scale 10 --configs stock,defaults --scripts select-only,tpcb-like --modes simple --clients 1 --seconds 15 --warmup 3 --reps 8 --name oltp-cost-simple-1client
 	bench oltp_cost --db pgbench --scale 10 --scripts select-only,tpcb-like --clients 4 --seconds 15 --warmup 3 --reps 8 --name oltp-cost-features
 	# the instructions each configuration adds, counted under callgrind (about 20 min)
-	bench oltp_instructions --db pgbench --scale 10 --configs stock,stock-queryid,defaults-no-queryid,all-off,queryid,track-top,track-all,learn,explain,plan-sls,plan-mls,counters,placement,partition,gate-shortest,gate-predictive,defaults,defaults-shortest --name oltp-instructions
+	bench oltp_instructions --db pgbench --scale 10 --configs stock,stock-queryid,defaults-no-queryid,defaults-queryid-on,all-off,queryid,track-top,track-all,learn,explain,plan-sls,plan-mls,counters,placement,partition,gate-shortest,gate-predictive,defaults,defaults-shortest --name oltp-instructions
 	# the same two configurations' simulated cache misses (callgrind's model; about 10 min)
 	bench oltp_instructions --db pgbench --scale 10 --configs stock,defaults --scripts select-only,tpcb-like --cache-sim --name oltp-instructions-cachesim
 	on_pg18 oltp_cost_pg18
@@ -65,7 +67,7 @@ on_pg18() {
 }
 oltp_cost_pg18() {
 	bench oltp_cost --db pgbench --scale 10 --configs stock,all-off,defaults,defaults-shortest --scripts select-only,tpcb-like --clients 1,16 --seconds 10 --warmup 2 --reps 3 --name oltp-cost-quick-pg18
-	bench oltp_instructions --db pgbench --scale 10 --configs stock,stock-queryid,defaults-no-queryid,all-off,queryid,track-top,track-all,learn,explain,plan-sls,plan-mls,counters,placement,partition,gate-shortest,gate-predictive,defaults,defaults-shortest --name oltp-instructions-pg18
+	bench oltp_instructions --db pgbench --scale 10 --configs stock,stock-queryid,defaults-no-queryid,defaults-queryid-on,all-off,queryid,track-top,track-all,learn,explain,plan-sls,plan-mls,counters,placement,partition,gate-shortest,gate-predictive,defaults,defaults-shortest --name oltp-instructions-pg18
 }
 memory_budget_pg18() {
 	bench memory_budget --reps 5 --name memory-budget-pg18

@@ -7,9 +7,10 @@ for every run in one of these configurations (--configs):
   all-off            mccdb preloaded, every feature off: mccdb.schedule off,
                      placement off, partition off, track none,
                      learn_table_sizes off, explain off, plan_policy off,
-                     counters off, and compute_query_id off (mccdb turns the
-                     query id on; off here, so that its cost is one of the
-                     features); what is left is the hooks themselves
+                     counters off, and compute_query_id off (mccdb computes
+                     query ids for the statements it can learn from; off
+                     here, so that their cost is one of the features); what
+                     is left is the hooks themselves
   queryid, track-top, track-all, learn, explain, plan-sls, plan-mls,
   counters, placement, partition, gate-shortest, gate-predictive
                      all-off with that one feature on (FEATURES below); the
@@ -22,6 +23,9 @@ for every run in one of these configurations (--configs):
                      pays without mccdb
   defaults-no-queryid  the defaults with compute_query_id = off (only when
                      named): what a DBA saves an OLTP role with ALTER ROLE
+  defaults-queryid-on  the defaults with compute_query_id = on (only when
+                     named): mccdb on a server that computes every query id
+                     anyway, to set against stock-queryid
   defaults-shortest  the same with mccdb.schedule = shortest
 
 Every cell (pgbench script x -M protocol x clients) of every repetition runs
@@ -94,7 +98,7 @@ COMMON_SESSION = {"synchronous_commit": "off"}
 
 # feature: (what, the one setting that differs from all-off)
 FEATURES = {
-    "queryid": ("query id computed for every statement (compute_query_id = auto, as mccdb asks)",
+    "queryid": ("the query ids mccdb computes (compute_query_id = auto: for statements it can learn from)",
                 {"compute_query_id": "auto"}),
     "track-top": ("the recent-queries ring for every client statement", {"mccdb.track": "top"}),
     "track-all": ("the recent-queries ring for every statement at every level", {"mccdb.track": "all"}),
@@ -111,7 +115,7 @@ FEATURES = {
                         {"mccdb.schedule": "predictive"}),
 }
 DEFAULT_CONFIGS = ["stock", "all-off", *FEATURES, "defaults", "defaults-shortest"]
-EXTRA_CONFIGS = ["stock-queryid", "defaults-no-queryid"]      # named only when asked for
+EXTRA_CONFIGS = ["stock-queryid", "defaults-no-queryid", "defaults-queryid-on"]      # named only when asked for
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,9 @@ def config(name):
     if name == "defaults-no-queryid":
         return Config(name, "mccdb preloaded at its defaults, compute_query_id = off (as ALTER ROLE ... SET "
                       "would have it for an OLTP role)", True, session={"compute_query_id": "off"})
+    if name == "defaults-queryid-on":
+        return Config(name, "mccdb preloaded at its defaults, compute_query_id = on (as on a server with "
+                      "pg_stat_statements)", True, session={"compute_query_id": "on"})
     if name == "all-off":
         return Config(name, "mccdb preloaded, every feature off", True, dict(OFF_SERVER), dict(OFF_SESSION))
     if name in FEATURES:

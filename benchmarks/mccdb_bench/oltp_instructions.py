@@ -5,7 +5,8 @@ neighbours), so a cost of a few per cent takes hours of paired rounds to
 resolve (oltp_cost).  The instructions a backend executes per transaction
 do not depend on the neighbours at all: this counts them.  For every
 configuration (oltp_cost's: stock, all-off, one feature on, defaults,
-defaults-shortest, and stock-queryid, defaults-no-queryid) the project
+defaults-shortest, and stock-queryid, defaults-no-queryid,
+defaults-queryid-on) the project
 cluster is restarted into it (ALTER SYSTEM, preload), --db is copied to a
 new database (CREATE DATABASE ... TEMPLATE: the same tables, dead tuples
 and free space every time, which the TPC-B-like updates would otherwise
@@ -21,8 +22,8 @@ runs by the clock: no autovacuum, no timed checkpoint); then per cell
 which leaves out the connection's start and exit.  The same difference per
 function (callgrind_annotate) says where the added instructions are: in
 mccdb.so (self, grouped by source file: which module), in JumbleQuery (the
-query id PostgreSQL computes because mccdb asks for it, as
-pg_stat_statements does), and in the rest of PostgreSQL (what mccdb makes it
+query id PostgreSQL computes where compute_query_id = on, pg_stat_statements
+or mccdb asks for it), and in the rest of PostgreSQL (what mccdb makes it
 do: palloc, hash lookups, ...).
 
 --cache-sim adds callgrind's cache model (first level and last level,
@@ -374,12 +375,12 @@ def write_page(res, a, cfgs, cells, counts, results, rate):
         rows.append(row)
     res.table(headers, rows)
     if "stock-queryid" in results:
-        res.add("Over `stock-queryid` (a server that computes query ids anyway, as one with "
-                "pg_stat_statements does): what the rest of mccdb adds per transaction, for the "
-                "configurations that compute query ids.\n")
+        res.add("Over `stock-queryid` (a server that computes every query id anyway, as one with "
+                "pg_stat_statements does): what mccdb adds per transaction there, for the "
+                "configurations that load it with compute_query_id = on.\n")
         qrows = []
         for cfg in cfgs:
-            if not cfg.preload or cfg.session.get("compute_query_id") == "off":
+            if not cfg.preload or cfg.session.get("compute_query_id") != "on":
                 continue
             row = [cfg.name]
             for cell in cells:
@@ -405,9 +406,9 @@ def write_page(res, a, cfgs, cells, counts, results, rate):
         res.table(["configuration", "cell", *CACHE_EVENTS], crows)
     res.add("## Where the added instructions are\n")
     res.add("Per configuration and cell: the instructions per transaction added over stock; of them, "
-            "JumbleQuery's (inclusive: the query id PostgreSQL computes when mccdb or pg_stat_statements "
-            "asks for it), mccdb.so's own (self) by source file, and the rest: PostgreSQL code that mccdb "
-            "calls or makes run (palloc, hash lookups, ...).\n")
+            "JumbleQuery's (inclusive: the query id PostgreSQL computes where compute_query_id = on, "
+            "pg_stat_statements or mccdb asks for it), mccdb.so's own (self) by source file, and the rest: "
+            "PostgreSQL code that mccdb calls or makes run (palloc, hash lookups, ...).\n")
     brows = []
     for cfg in cfgs:
         if cfg.name == "stock":
