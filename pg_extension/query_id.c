@@ -36,7 +36,10 @@ static post_parse_analyze_hook_type prev_post_parse_analyze_hook = NULL;
 
 /*
  * Compares on the analysed tree, before the rewriter: a view is still one
- * RTE here, so it counts as what it may expand to.
+ * RTE here, so it counts as what it may expand to.  What the rewriter adds
+ * is not seen: a row-level security policy's sublink (a hashed SubPlan)
+ * leaves a one-table statement without an id, and its hash table is then
+ * estimated, never learned.
  */
 static bool
 statement_learnable(const Query *query)
