@@ -32,8 +32,10 @@ not this machine's counters (it has no PMU), but as reproducible.
 
 Instructions are not time (cache misses, the kernel's share), so the page
 also converts them at the rate of this machine: one native run of stock per
-cell (--native-seconds) gives the server's user CPU per transaction, which
-over stock's instructions per transaction is nanoseconds per instruction.
+cell (--native-seconds, on a copy of --db as well, so that no run changes
+the database the next one copies) gives the server's user CPU per
+transaction, which over stock's instructions per transaction is nanoseconds
+per instruction.
 
     eval "$(scripts/pg-cluster.sh env NAME)"
     .venv/bin/python -m mccdb_bench.oltp_instructions --configs stock,all-off,queryid,defaults
@@ -329,11 +331,18 @@ def main(argv=None):
                 # counts need no quiet machine; the native runs that convert them do
                 guard = res.guard = start_guard(a, say, own_load=2)
                 oltp_cost.apply_config(oltp_cost.config("stock"), db, state)
-                for cell in cells:
-                    ns = native_user_ns_per_tx(cell, db, a.native_seconds, guard)
-                    rate[cell] = ns / results["stock"][cell]["ir"]
-                    say(f"  native stock {cell[0]} -M {cell[1]}: {ns / 1000:.1f} us user CPU/tx, "
-                        f"{rate[cell]:.3f} ns/instruction")
+                # on a copy too: --db stays what the next run copies
+                copy = f"{db}_native"
+                fresh_copy(db, copy)
+                try:
+                    for cell in cells:
+                        ns = native_user_ns_per_tx(cell, copy, a.native_seconds, guard)
+                        rate[cell] = ns / results["stock"][cell]["ir"]
+                        say(f"  native stock {cell[0]} -M {cell[1]}: {ns / 1000:.1f} us user CPU/tx, "
+                            f"{rate[cell]:.3f} ns/instruction")
+                finally:
+                    with pg.connect("postgres", base=False) as c:
+                        c.execute(f'drop database if exists "{copy}"')
     finally:
         oltp_cost.restore_server(db)
     write_page(res, a, cfgs, cells, counts, results, rate)
