@@ -45,6 +45,7 @@ host; leaves the cluster as oltp_cost does (mccdb preloaded, the settings it
 changed reset).  Instruction counts do not need a quiet machine; the native
 calibration runs do, and the guard checks before each.
 """
+import contextlib
 import os
 import pathlib
 import pwd
@@ -218,41 +219,45 @@ def pgbench_tx(script, mode, n, db):
             f"--random-seed={RANDOM_SEED}", db]
 
 
-def fresh_copy(template, copy):
-    """copy: a new database with template's files as they are (the same
+@contextlib.contextmanager
+def database_copy(template, copy):
+    """copy, a new database with template's files as they are (the same
     tables, dead tuples and free space for every configuration: the
-    TPC-B-like script's updates change what the next run does)."""
+    TPC-B-like script's updates change what the next run does), dropped
+    when the block ends."""
     with pg.connect("postgres", base=False) as c:
         c.execute(f'drop database if exists "{copy}"')
         c.execute(f'create database "{copy}" template "{template}" strategy file_copy')
+    try:
+        yield copy
+    finally:
+        with pg.connect("postgres", base=False) as c:
+            c.execute(f'drop database if exists "{copy}"')
 
 
 def measure_config(cfg, db, cells, counts, workdir, say, cache_sim=False):
     """{cell: {'ir': Ir/tx, 'self': {...}, 'incl': {...}}} for one configuration."""
     env = {**os.environ, "PGOPTIONS": cfg.pgoptions()}
-    copy = f"{db}_callgrind"
-    fresh_copy(db, copy)
-    server = ServerUnderCallgrind(copy, workdir / cfg.name, say, cache_sim).start()
     out = {}
-    try:
-        for cell in cells:
-            got = []
-            for n in counts:
-                path, done = server.backend_profile(pgbench_tx(*cell, n, copy), env)
-                if done != n:
-                    raise RuntimeError(f"pgbench ran {done} transactions, not {n}")
-                got.append((path, annotate(path, False), annotate(path, True)))
-            (p1, s1, i1), (p2, s2, i2) = got
-            n = counts[1] - counts[0]
-            events = per_tx(summary_events(p2), summary_events(p1), n)
-            out[cell] = {"ir": events["Ir"], "events": events,
-                         "self": per_tx(s2, s1, n), "incl": per_tx(i2, i1, n)}
-            say(f"  {cfg.name:18s} {cell[0]} -M {cell[1]}: {out[cell]['ir']:,.0f} instructions/tx")
-    finally:
-        server.stop()
-        pg.cluster_command("restart", dbname=db)
-        with pg.connect("postgres", base=False) as c:
-            c.execute(f'drop database if exists "{copy}"')
+    with database_copy(db, f"{db}_callgrind") as copy:
+        server = ServerUnderCallgrind(copy, workdir / cfg.name, say, cache_sim).start()
+        try:
+            for cell in cells:
+                got = []
+                for n in counts:
+                    path, done = server.backend_profile(pgbench_tx(*cell, n, copy), env)
+                    if done != n:
+                        raise RuntimeError(f"pgbench ran {done} transactions, not {n}")
+                    got.append((path, annotate(path, False), annotate(path, True)))
+                (p1, s1, i1), (p2, s2, i2) = got
+                n = counts[1] - counts[0]
+                events = per_tx(summary_events(p2), summary_events(p1), n)
+                out[cell] = {"ir": events["Ir"], "events": events,
+                             "self": per_tx(s2, s1, n), "incl": per_tx(i2, i1, n)}
+                say(f"  {cfg.name:18s} {cell[0]} -M {cell[1]}: {out[cell]['ir']:,.0f} instructions/tx")
+        finally:
+            server.stop()
+            pg.cluster_command("restart", dbname=db)
     return out
 
 
@@ -332,17 +337,12 @@ def main(argv=None):
                 guard = res.guard = start_guard(a, say, own_load=2)
                 oltp_cost.apply_config(oltp_cost.config("stock"), db, state)
                 # on a copy too: --db stays what the next run copies
-                copy = f"{db}_native"
-                fresh_copy(db, copy)
-                try:
+                with database_copy(db, f"{db}_native") as copy:
                     for cell in cells:
                         ns = native_user_ns_per_tx(cell, copy, a.native_seconds, guard)
                         rate[cell] = ns / results["stock"][cell]["ir"]
                         say(f"  native stock {cell[0]} -M {cell[1]}: {ns / 1000:.1f} us user CPU/tx, "
                             f"{rate[cell]:.3f} ns/instruction")
-                finally:
-                    with pg.connect("postgres", base=False) as c:
-                        c.execute(f'drop database if exists "{copy}"')
     finally:
         oltp_cost.restore_server(db)
     write_page(res, a, cfgs, cells, counts, results, rate)
