@@ -9,9 +9,9 @@
  * too); then the parked pool is drained, so only its own pages are left
  * in use by the colour allocator.
  *
- * (a) Pinned pageblocks, a measurement.  Compaction leaves a page of a
- *     colour policy in place, so every pageblock holding one is lost to
- *     huge pages until the page is freed.  A pageblock of 512 frames
+ * (a) Pinned pageblocks, a measurement.  A pageblock holding a page of a
+ *     colour policy is lost to huge pages while the page lives (compaction
+ *     moves it only to another frame of its colour, (b)).  A pageblock of 512 frames
  *     holds 512 / nr_colors frames of a colour (at least one), so npages
  *     pages of one colour need at least npages / (512 / nr_colors)
  *     pageblocks: the minimum, which no placement can beat (at 256
@@ -24,14 +24,31 @@
  *     fragmented (16 colours: 17-21 pageblocks alone, 34 after the whole
  *     suite): printed, not bounded; the check is that the count is not
  *     below the minimum, i.e. that the frames read are of one colour.
- * (b) A full compaction gives the pool back.  The child touches an
+ * (b) Compaction moves pages of a colour policy within their colour.
+ *     This process, the filler, touches all free memory but 64 MiB (the
+ *     watermarks) in 4 KiB pages, reads where they lie, and gives back
+ *     those in the lowest quarter of its frames; a second child, bound to
+ *     colour 1 (the first child holds colour 0's frames), touches NMOVE
+ *     pages, whose refill blocks come from that quarter.  The filler then
+ *     gives back two pages in three of the rest, which leaves free frames
+ *     of every colour in partly used pageblocks above the child's, for
+ *     compaction's free scanner, and few pages below them for its
+ *     migration scanner: the two meet above the child's pages.
+ *     vm.compact_memory runs twice.  At least an eighth of the child's
+ *     pages must then lie on another frame (a compaction that leaves
+ *     coloured pages in place moves none; the first one moved 21 to 63 of
+ *     64 at 16 to 256 colours and 16 of 16 at 1,024 alone in a 1 GiB
+ *     guest, 2026-12-07), and every one on a frame of colour 1 after each:
+ *     a moved page that lost its policy's mark would move to a frame of
+ *     any colour.  Where the pages lay is printed.
+ * (c) A full compaction gives the pool back.  The child touches an
  *     eighth of the colour's share more (at most 512; as many again in
- *     (c)), which parks pages again; vm.compact_memory asks for every
+ *     (d)), which parks pages again; vm.compact_memory asks for every
  *     block there is, so at most 1/10 of them may stay parked (kept, they
  *     cost a bystander's compaction a third of its huge-page blocks in
- *     color_pressure).  Draining on a proactive run (c) would only free
+ *     color_pressure).  Draining on a proactive run (d) would only free
  *     pages that the next coloured fault splits a new block for.
- * (c) The same for proactive compaction.  The child touches as many more
+ * (d) The same for proactive compaction.  The child touches as many more
  *     pages (the pool refills), a bystander fragments free memory (it
  *     touches 3/4 of it and frees every other page), and
  *     vm.compaction_proactiveness is set to 100 for 3 s (kcompactd looks
@@ -47,6 +64,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -74,13 +92,13 @@ static long long read_ll(const char *path)
 }
 
 /*
- * The child: uid 65534, bound to colour 0, with a mapping of @total
- * pages; on each count of pages read from @cmd it touches that many more
- * and answers with the mapping's address (0 when it could not).
+ * A child: uid 65534, bound to @colors, with a mapping of @total pages; on
+ * each count of pages read from @cmd it touches that many more and answers
+ * with the mapping's address (0 when it could not).
  */
-static void child(int cmd, int ans, size_t total)
+static void child(int cmd, int ans, size_t total, const char *colors)
 {
-	pagecolor_set_t zero = pc_set("0");
+	pagecolor_set_t set = pc_set(colors);
 	uintptr_t addr = 0;
 	size_t done = 0, j, n;
 	char *p;
@@ -88,7 +106,7 @@ static void child(int cmd, int ans, size_t total)
 	if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
 		_exit(20);
 	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-	if (pagecolor_set_policy(COLOR_MODE_BIND, &zero))
+	if (pagecolor_set_policy(COLOR_MODE_BIND, &set))
 		_exit(21);
 	p = mmap(NULL, total * pc_page_size, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -129,6 +147,37 @@ static long pageblocks(uint64_t *pfns, size_t n)
 		if (!i || pfns[i] / BLOCK_PAGES != pfns[i - 1] / BLOCK_PAGES)
 			blocks++;
 	return blocks;
+}
+
+/*
+ * Run vm.compact_memory, then read the frames of @pid's @n pages at @addr
+ * again: how many lie on another frame than in @pfns (which gets the new
+ * ones), and in *@off how many are absent or off @color.  -1 when they
+ * cannot be read.
+ */
+static long compact_moved(pid_t pid, uintptr_t addr, uint64_t *pfns, size_t n,
+			  int color, long *off)
+{
+	uint64_t *now = calloc(n, sizeof(*now));
+	long moved = 0;
+	size_t i;
+
+	*off = -1;
+	pc_write_file(COMPACT, "1");
+	if (!now || !addr || pagecolor_pid_pfns(pid, addr, n, now)) {
+		free(now);
+		return -1;
+	}
+	*off = 0;
+	for (i = 0; i < n; i++) {
+		if (now[i] != pfns[i])
+			moved++;
+		if (!now[i] || pagecolor_pfn_color(now[i], pc_nr_colors) != color)
+			(*off)++;
+	}
+	memcpy(pfns, now, n * sizeof(*pfns));
+	free(now);
+	return moved;
 }
 
 /* Huge pages a bystander gets with direct compaction, in a child process. */
@@ -189,6 +238,101 @@ static uintptr_t ask(int cmd, int ans, size_t n)
 	return addr;
 }
 
+/* Pages the child of (b) touches: 64, fewer where they span over 64 MiB. */
+#define NMOVE		(pc_nr_colors <= 256 ? 64 : 16384 / pc_nr_colors)
+
+/*
+ * Give back the filler's pages below frame @limit; with @thirds, those
+ * above it instead, two in three (every other could free frames of one
+ * parity only).
+ */
+static void thin_out(char *fill, const uint64_t *pfns, long n, uint64_t limit,
+		     bool thirds)
+{
+	long i;
+
+	for (i = 0; i < n; i++)
+		if (pfns[i] && (thirds ? pfns[i] >= limit && i % 3 : pfns[i] < limit))
+			madvise(fill + (size_t)i * pc_page_size, pc_page_size,
+				MADV_DONTNEED);
+}
+
+/* (b): see the top of the file. */
+static void moves_within_colour(void)
+{
+	long moved[2] = { -1, -1 }, off[2] = { -1, -1 }, nfill, i;
+	uint64_t lo = UINT64_MAX, hi = 0, top = 0, *fill_pfns = NULL;
+	uint64_t *pfns = calloc(NMOVE, sizeof(*pfns));
+	int cmd[2], ans[2], st, nmove = NMOVE;
+	uintptr_t addr = 0;
+	char *fill = NULL;
+	pid_t pid = -1;
+
+	nfill = (long)pc_memfree_pages() - (64L << 20) / (long)pc_page_size;
+	if (pfns && nfill > 0)
+		fill_pfns = calloc(nfill, sizeof(*fill_pfns));
+	if (fill_pfns) {
+		fill = mmap(NULL, nfill * pc_page_size, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (fill == MAP_FAILED)
+			fill = NULL;
+	}
+	if (fill) {
+		/* 4 KiB pages, and none shared with the child after fork() */
+		madvise(fill, nfill * pc_page_size, MADV_NOHUGEPAGE);
+		madvise(fill, nfill * pc_page_size, MADV_DONTFORK);
+		pc_touch(fill, nfill);
+		if (pagecolor_pid_pfns(getpid(), (uintptr_t)fill, nfill, fill_pfns)) {
+			munmap(fill, nfill * pc_page_size);
+			fill = NULL;
+		}
+	}
+	if (fill && !pipe(cmd) && !pipe(ans)) {
+		for (i = 0; i < nfill; i++)
+			top = fill_pfns[i] > top ? fill_pfns[i] : top;
+		/* the low quarter free: the child's refill blocks come from it */
+		thin_out(fill, fill_pfns, nfill, top / 4, false);
+		pid = fork();
+		if (pid == 0) {
+			close(cmd[1]);
+			close(ans[0]);
+			child(cmd[0], ans[1], nmove, "1");
+		}
+		close(cmd[0]);
+		close(ans[1]);
+		if (pid > 0)
+			addr = ask(cmd[1], ans[0], nmove);
+	}
+	if (addr && !pagecolor_pid_pfns(pid, addr, nmove, pfns)) {
+		for (i = 0; i < nmove; i++) {
+			lo = pfns[i] < lo ? pfns[i] : lo;
+			hi = pfns[i] > hi ? pfns[i] : hi;
+		}
+		thin_out(fill, fill_pfns, nfill, top / 4, true);
+		moved[0] = compact_moved(pid, addr, pfns, nmove, 1, &off[0]);
+		moved[1] = compact_moved(pid, addr, pfns, nmove, 1, &off[1]);
+	}
+	tap_diag("(b) %d pages of colour 1 at pfns %llu-%llu, the filler's %ld pages below "
+		 "pfn %llu; vm.compact_memory moved %ld (%ld off colour 1), a second one "
+		 "%ld (%ld off)", nmove, (unsigned long long)lo, (unsigned long long)hi,
+		 nfill, (unsigned long long)top, moved[0], off[0], moved[1], off[1]);
+	tap_ok(moved[0] >= 0 && moved[1] >= 0 && moved[0] + moved[1] >= (nmove + 7) / 8,
+	       "compaction moved %ld of the %d pages of colour 1 (then %ld more), at least "
+	       "an eighth", moved[0], nmove, moved[1]);
+	tap_ok(off[0] == 0 && off[1] == 0,
+	       "every one stayed on a frame of colour 1 (%ld and %ld off)", off[0],
+	       off[1]);
+	if (fill)
+		munmap(fill, nfill * pc_page_size);
+	if (pid > 0) {
+		close(cmd[1]);
+		close(ans[0]);
+		waitpid(pid, &st, 0);
+	}
+	free(fill_pfns);
+	free(pfns);
+}
+
 int main(void)
 {
 	long long restrict_old, proactive_old, p1, p2, p3, scan0, scanned;
@@ -202,7 +346,7 @@ int main(void)
 	FILE *f;
 	pid_t pid;
 
-	pc_init(5);
+	pc_init(7);
 	if (geteuid() != 0) {
 		tap_diag("must run as root (pagemap of the child, sysctls, drain)");
 		return tap_finish();
@@ -235,7 +379,7 @@ int main(void)
 	if (pid == 0) {
 		close(cmd[1]);
 		close(ans[0]);
-		child(cmd[0], ans[1], npages + 2 * more);
+		child(cmd[0], ans[1], npages + 2 * more, "0");
 	}
 	close(cmd[0]);
 	close(ans[1]);
@@ -259,6 +403,9 @@ int main(void)
 	       minimum);
 
 	/* (b) */
+	moves_within_colour();
+
+	/* (c) */
 	addr = ask(cmd[1], ans[0], more);
 	p1 = pc_parked();
 	pc_write_file(COMPACT, "1");
@@ -267,7 +414,7 @@ int main(void)
 	       "vm.compact_memory gives the parked pool back (%lld parked before, %lld after)",
 	       p1, p2);
 
-	/* (c) */
+	/* (d) */
 	addr = ask(cmd[1], ans[0], more);
 	frag = fragment(&frag_len);
 	free1 = pc_free_blocks(0, NULL);
