@@ -73,6 +73,11 @@ oltp_cost_pg18() {
 memory_budget_pg18() {
 	bench memory_budget --reps 5 --name memory-budget-pg18
 }
+classes_pg18() {
+	load_unless_loaded ssb ssb_generate "$SF"
+	"$PG_BINDIR/psql" -X -q -d ssb -c "create extension if not exists mccdb" -c "alter extension mccdb update"
+	bench classes --db ssb --reps 3 --name workload-classes-pg18
+}
 if [ "${1:-}" = oltp ]; then
 	oltp_cost_pages
 	exit 0
@@ -138,4 +143,5 @@ bench memory_budget --reps 5
 bench classes --db ssb --reps 3
 bench classes --db ssb --batch-slots 0 --reps 3 --name workload-classes-priority-only
 on_pg18 memory_budget_pg18
+on_pg18 classes_pg18
 bench fig5_table2 --db plq

@@ -198,6 +198,10 @@ def alone_vs_corun(target, corunners, rounds, dbname=None, progress=None):
 def set_schedule(policy, dbname=None, timeout=10.0):
     """ALTER SYSTEM SET mccdb.schedule and reload; wait until the scheduler reports it."""
     with connect(dbname) as c:
+        if not c.execute("select 1 from pg_extension where extname = 'mccdb'").fetchone():
+            raise RuntimeError(
+                f"the extension mccdb is not created in database {c.info.dbname!r}: "
+                "run CREATE EXTENSION mccdb there (benchmarks/run_all.sh does)")
         c.execute(f"alter system set mccdb.schedule = '{policy}'")
         c.execute("select pg_reload_conf()")
     deadline = time.time() + timeout
