@@ -77,6 +77,7 @@ classes_pg18() {
 	load_unless_loaded ssb ssb_generate "$SF"
 	"$PG_BINDIR/psql" -X -q -d ssb -c "create extension if not exists mccdb" -c "alter extension mccdb update"
 	bench classes --db ssb --reps 3 --name workload-classes-pg18
+	bench classes --db ssb --batch-slots 0 --reps 3 --name workload-classes-priority-only-pg18
 }
 if [ "${1:-}" = oltp ]; then
 	oltp_cost_pages
