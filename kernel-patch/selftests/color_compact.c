@@ -34,13 +34,14 @@
  *     of every colour in partly used pageblocks above the child's, for
  *     compaction's free scanner, and few pages below them for its
  *     migration scanner: the two meet above the child's pages.
- *     vm.compact_memory runs twice.  At least an eighth of the child's
- *     pages must then lie on another frame (a compaction that leaves
- *     coloured pages in place moves none; the first one moved 21 to 63 of
- *     64 at 16 to 256 colours and 16 of 16 at 1,024 alone in a 1 GiB
- *     guest, 2026-12-07), and every one on a frame of colour 1 after each:
- *     a moved page that lost its policy's mark would move to a frame of
- *     any colour.  Where the pages lay is printed.
+ *     vm.compact_memory runs twice.  At up to MOVES_MAX_COLORS colours,
+ *     at least an eighth of the child's pages must then lie on another
+ *     frame (a compaction that leaves coloured pages in place moves none;
+ *     the first one moved 21 to 64 of 64 at 16 to 256 colours in a 1 GiB
+ *     guest, 2026-12-07; beyond, how many is printed), and at any number
+ *     every one on a frame of colour 1 after each: a moved page that lost
+ *     its policy's mark would move to a frame of any colour.  Where the
+ *     pages lay is printed.
  * (c) A full compaction gives the pool back.  The child touches an
  *     eighth of the colour's share more (at most 512; as many again in
  *     (d)), which parks pages again; vm.compact_memory asks for every
@@ -238,6 +239,14 @@ static uintptr_t ask(int cmd, int ans, size_t n)
 	return addr;
 }
 
+/*
+ * Up to this many colours (b) checks how many pages moved.  At 1,024 the
+ * child has 16 pages, and after the whole list of programs 1, 5, 10 and 11
+ * of them moved in four boots (2026-12-07; 16 of 16 alone): too few and too
+ * varied for a check that must not fail by chance, so it is printed only.
+ */
+#define MOVES_MAX_COLORS	256
+
 /* Pages the child of (b) touches: 64, fewer where they span over 64 MiB. */
 #define NMOVE		(pc_nr_colors <= 256 ? 64 : 16384 / pc_nr_colors)
 
@@ -316,9 +325,14 @@ static void moves_within_colour(void)
 		 "pfn %llu; vm.compact_memory moved %ld (%ld off colour 1), a second one "
 		 "%ld (%ld off)", nmove, (unsigned long long)lo, (unsigned long long)hi,
 		 nfill, (unsigned long long)top, moved[0], off[0], moved[1], off[1]);
-	tap_ok(moved[0] >= 0 && moved[1] >= 0 && moved[0] + moved[1] >= (nmove + 7) / 8,
-	       "compaction moved %ld of the %d pages of colour 1 (then %ld more), at least "
-	       "an eighth", moved[0], nmove, moved[1]);
+	if (pc_nr_colors <= MOVES_MAX_COLORS)
+		tap_ok(moved[0] >= 0 && moved[1] >= 0 &&
+		       moved[0] + moved[1] >= (nmove + 7) / 8,
+		       "compaction moved %ld of the %d pages of colour 1 (then %ld more), "
+		       "at least an eighth", moved[0], nmove, moved[1]);
+	else
+		tap_skip("%d colours: %ld and %ld of the %d pages moved, printed only",
+			 pc_nr_colors, moved[0], moved[1], nmove);
 	tap_ok(off[0] == 0 && off[1] == 0,
 	       "every one stayed on a frame of colour 1 (%ld and %ld off)", off[0],
 	       off[1]);
