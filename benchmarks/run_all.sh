@@ -21,6 +21,10 @@ SFTPCH=${MCCDB_BENCH_TPCH_SCALE:-0.1}
 PARTS=$("$MCCDB_PY" -c "print(int(800000 * float('$SF')))")
 cd "$MCCDB_ROOT"
 # start_bench PORT: the cluster "bench" of the PostgreSQL the scripts name
+# ensure_extension DB: mccdb created in DB, at the installed version.
+ensure_extension() {
+	"$PG_BINDIR/psql" -X -q -d "$1" -c "create extension if not exists mccdb" -c "alter extension mccdb update"
+}
 start_bench() {
 	scripts/pg-cluster.sh start bench --port "$1" --set "shared_buffers = 4GB" \
 		--set "work_mem = 64MB" --set "max_parallel_workers_per_gather = 0" --set "jit = off" \
@@ -75,7 +79,7 @@ memory_budget_pg18() {
 }
 classes_pg18() {
 	load_unless_loaded ssb ssb_generate "$SF"
-	"$PG_BINDIR/psql" -X -q -d ssb -c "create extension if not exists mccdb" -c "alter extension mccdb update"
+	ensure_extension ssb
 	bench classes --db ssb --reps 3 --name workload-classes-pg18
 	bench classes --db ssb --batch-slots 0 --reps 3 --name workload-classes-priority-only-pg18
 }
@@ -90,7 +94,7 @@ load_unless_loaded ssb tpch_load "$SF" --schema tpch
 load_unless_loaded ssb8 ssb_generate "$SF74" --jobs 2
 load_unless_loaded tpch tpch_load "$SFTPCH"
 for db in plq ssb ssb8 tpch; do
-	"$PG_BINDIR/psql" -X -q -d "$db" -c "create extension if not exists mccdb" -c "alter extension mccdb update"
+	ensure_extension "$db"
 done
 bench calibrate_host --db plq --runs 3
 # the commands of the pages in docs/results, with 5 repetitions where they had fewer
