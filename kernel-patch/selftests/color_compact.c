@@ -60,6 +60,23 @@
  *     free pages outside free blocks of order 9, from /proc/buddyinfo)
  *     is over 15.  A run that finds the zone compacted enough ends
  *     without scanning, so kcompactd's scanner counters are only printed.
+ * (e) A bystander keeps its huge pages beside coloured pages that
+ *     compaction can pack (issue 51 item 2).  With the first child gone, a
+ *     bystander's huge pages are counted; then a child bound to colour 1
+ *     touches up to SPREAD_PAGES pages (half its colour's share at most),
+ *     keeps the first one in each pageblock and gives back the rest, so
+ *     that its pages pin as many pageblocks as they can.  After
+ *     vm.compact_memory twice, the pages must lie in at most half way from
+ *     the pageblocks they took to their minimum (2026-12-07, one boot each:
+ *     132 -> 5 of minimum 5 at 16 colours, 252 -> 33 of 32 at 64, 252 ->
+ *     127 of 126 at 256; patches 1-12 left them in place, and patch 13
+ *     before it drained the per-cpu lists on a miss left 249 of 252 at 64),
+ *     and a bystander must get at least 90% of the huge pages it got
+ *     without them (patches 1-12 at 16 colours: 357 of 442).  The second
+ *     only where the pages' own minimum of pageblocks is at most 1/20 of
+ *     the huge pages: at 256 colours a pageblock has 2 frames of a colour,
+ *     and 252 pages need 126 of the guest's ~440 huge pages wherever they
+ *     lie, so there the counts are printed.
  */
 #include "pc_test.h"
 
@@ -181,7 +198,12 @@ static long compact_moved(pid_t pid, uintptr_t addr, uint64_t *pfns, size_t n,
 	return moved;
 }
 
-/* Huge pages a bystander gets with direct compaction, in a child process. */
+/*
+ * Huge pages a bystander gets with direct compaction, in a child process,
+ * until the first fault that gets none, in free memory but 96 MiB: where
+ * every fault got one, a bystander of 1 GiB (pc_eat_large_blocks()) took
+ * all memory and the OOM killer ended it before it could answer.
+ */
 static long bystander_thp(void)
 {
 	int fd[2], st;
@@ -194,8 +216,13 @@ static long bystander_thp(void)
 	if (pid == 0) {
 		long got;
 
+		size_t len = (size_t)pc_memfree_pages() * pc_page_size;
+		char *h;
+
 		close(fd[0]);
-		got = (long)pc_eat_large_blocks();
+		len = len > (96UL << 20) ? (len - (96UL << 20)) & ~(PC_HUGE - 1) : 0;
+		h = len ? pc_huge_area(len) : NULL;
+		got = h ? (long)pc_take_huge(h, len, NULL, 1) : 0;
 		_exit(write(fd[1], &got, sizeof(got)) == sizeof(got) ? 0 : 1);
 	}
 	close(fd[1]);
@@ -249,6 +276,9 @@ static uintptr_t ask(int cmd, int ans, size_t n)
 
 /* Pages the child of (b) touches: 64, fewer where they span over 64 MiB. */
 #define NMOVE		(pc_nr_colors <= 256 ? 64 : 16384 / pc_nr_colors)
+
+/* Pages the child of (e) touches, at most: 16 MiB. */
+#define SPREAD_PAGES	4096
 
 /*
  * Give back the filler's pages below frame @limit; with @thirds, those
@@ -347,6 +377,135 @@ static void moves_within_colour(void)
 	free(pfns);
 }
 
+/*
+ * (e): the child of (e), root, bound to colour 1: touch @k pages, keep the
+ * first in each pageblock, give back the rest; answer with the mapping's
+ * address and the pages kept, then wait for @cmd to close.
+ */
+static void spread_child(int cmd, int ans, size_t k)
+{
+	pagecolor_set_t set = pc_set("1");
+	uint64_t *pfns = calloc(k, sizeof(*pfns));
+	uintptr_t out[2] = { 0, 0 };
+	size_t i, j;
+	char *p, c;
+
+	p = mmap(NULL, k * pc_page_size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (pfns && p != MAP_FAILED && !pagecolor_set_policy(COLOR_MODE_BIND, &set)) {
+		madvise(p, k * pc_page_size, MADV_NOHUGEPAGE);
+		pc_touch(p, k);
+		if (!pagecolor_pfns(p, k, pfns)) {
+			out[0] = (uintptr_t)p;
+			for (i = 0; i < k; i++) {
+				for (j = 0; j < i; j++)
+					if (pfns[j] / BLOCK_PAGES == pfns[i] / BLOCK_PAGES)
+						break;
+				if (j < i)
+					madvise(p + i * pc_page_size, pc_page_size, MADV_DONTNEED);
+				else
+					out[1]++;
+			}
+		}
+	}
+	if (write(ans, out, sizeof(out)) != sizeof(out))
+		_exit(22);
+	while (read(cmd, &c, 1) > 0)
+		;
+	_exit(0);
+}
+
+/* Distinct pageblocks of the present frames of @pfns; in *@off, those off @color. */
+static long present_blocks(uint64_t *pfns, size_t n, int color, long *off)
+{
+	long blocks = 0;
+	size_t i, m = 0;
+
+	*off = 0;
+	for (i = 0; i < n; i++) {
+		if (!pfns[i])
+			continue;
+		if (pagecolor_pfn_color(pfns[i], pc_nr_colors) != color)
+			(*off)++;
+		pfns[m++] = pfns[i];
+	}
+	qsort(pfns, m, sizeof(*pfns), cmp_u64);
+	for (i = 0; i < m; i++)
+		if (!i || pfns[i] / BLOCK_PAGES != pfns[i - 1] / BLOCK_PAGES)
+			blocks++;
+	return blocks;
+}
+
+/*
+ * Up to this share of the bystander's huge pages may be lost to the
+ * minimum pageblocks the kept pages of (e) need for (e) to check the 90%.
+ */
+#define SPREAD_MIN_SHARE	20	/* 1/20 */
+
+/* (e): see the top of the file. */
+static void bystander_keeps_huge_pages(void)
+{
+	long thp_before, thp_with = -1, before = -1, after = -1, off = -1, minimum = -1;
+	size_t share, k, per_block = BLOCK_PAGES / pc_nr_colors;
+	uint64_t *pfns = NULL;
+	uintptr_t got[2] = { 0, 0 };
+	int cmd[2], ans[2], st;
+	pid_t pid = -1;
+
+	share = (size_t)(pc_meminfo_kb("MemTotal") * 1024 / pc_page_size / pc_nr_colors);
+	k = share / 2 < SPREAD_PAGES ? share / 2 : SPREAD_PAGES;
+	pc_write_file(COMPACT, "1");
+	thp_before = bystander_thp();
+	pfns = calloc(k, sizeof(*pfns));
+	if (pfns && !pipe(cmd) && !pipe(ans)) {
+		pid = fork();
+		if (pid == 0) {
+			close(cmd[1]);
+			close(ans[0]);
+			spread_child(cmd[0], ans[1], k);
+		}
+		close(cmd[0]);
+		close(ans[1]);
+		if (pid < 0 || read(ans[0], got, sizeof(got)) != sizeof(got))
+			got[0] = 0;
+	}
+	if (got[0] && !pagecolor_pid_pfns(pid, got[0], k, pfns)) {
+		before = present_blocks(pfns, k, 1, &off);
+		pc_wait_parked(1, 5000);
+		pc_write_file(COMPACT, "1");
+		pc_write_file(COMPACT, "1");
+		if (!pagecolor_pid_pfns(pid, got[0], k, pfns))
+			after = present_blocks(pfns, k, 1, &off);
+		thp_with = bystander_thp();
+	}
+	per_block = per_block ? per_block : 1;
+	minimum = ((long)got[1] + (long)per_block - 1) / (long)per_block;
+	tap_diag("(e) %lu pages of colour 1 kept of %zu, one a pageblock: in %ld pageblocks "
+		 "(minimum %ld), %ld after vm.compact_memory twice (%ld off colour 1); "
+		 "bystander huge pages %ld without them, %ld beside them",
+		 (unsigned long)got[1], k, before, minimum, after, off, thp_before,
+		 thp_with);
+	tap_ok(before > 0 && after > 0 && off == 0 && after <= (before + minimum) / 2,
+	       "compaction packed them: %ld pageblocks, at most half way from %ld to the "
+	       "minimum %ld, and none off colour 1 (%ld)", after, before, minimum, off);
+	if (thp_before > 0 && minimum * SPREAD_MIN_SHARE <= thp_before)
+		tap_ok(before > 0 && after > 0 && off == 0 && thp_with * 10 >= thp_before * 9,
+		       "a bystander gets %ld huge pages beside %lu pages of colour 1 "
+		       "spread over %ld pageblocks, at least 90%% of %ld without them",
+		       thp_with, (unsigned long)got[1], before, thp_before);
+	else
+		tap_skip("%d colours: %lu pages of one colour need %ld of the %ld pageblocks "
+			 "a bystander gets (over 1/%d); its %ld huge pages beside them printed only",
+			 pc_nr_colors, (unsigned long)got[1], minimum, thp_before,
+			 SPREAD_MIN_SHARE, thp_with);
+	if (pid > 0) {
+		close(cmd[1]);
+		close(ans[0]);
+		waitpid(pid, &st, 0);
+	}
+	free(pfns);
+}
+
 int main(void)
 {
 	long long restrict_old, proactive_old, p1, p2, p3, scan0, scanned;
@@ -360,7 +519,7 @@ int main(void)
 	FILE *f;
 	pid_t pid;
 
-	pc_init(7);
+	pc_init(9);
 	if (geteuid() != 0) {
 		tap_diag("must run as root (pagemap of the child, sysctls, drain)");
 		return tap_finish();
@@ -458,6 +617,10 @@ int main(void)
 	close(cmd[1]);
 	close(ans[0]);
 	waitpid(pid, &st, 0);
+
+	/* (e) */
+	bystander_keeps_huge_pages();
+
 	if (restrict_old >= 0) {
 		snprintf(buf, sizeof(buf), "%lld", restrict_old);
 		pc_write_file(RESTRICT, buf);
