@@ -100,6 +100,23 @@ double pc_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* pagecolor_pfns(), read again while a page is absent: see pc_check_range(). */
+static int read_pfns(const void *addr, size_t npages, uint64_t *pfns)
+{
+	int tries = 0;
+	size_t i;
+
+	for (;;) {
+		if (pagecolor_pfns(addr, npages, pfns) != 0)
+			return -1;
+		for (i = 0; i < npages && pfns[i]; i++)
+			;
+		if (i == npages || ++tries > PC_ABSENT_TRIES)
+			return 0;
+		usleep(5000);
+	}
+}
+
 int pc_check_range(const void *addr, size_t npages, const pagecolor_set_t *allowed,
 		   struct pc_check *res)
 {
@@ -111,7 +128,7 @@ int pc_check_range(const void *addr, size_t npages, const pagecolor_set_t *allow
 	res->first_bad_color = -1;
 	if (!pfns)
 		return -1;
-	if (pagecolor_pfns(addr, npages, pfns) != 0) {
+	if (read_pfns(addr, npages, pfns) != 0) {
 		tap_diag("pagemap: %s", strerror(errno));
 		free(pfns);
 		return -1;

@@ -50,7 +50,14 @@ struct pc_check {
 	int first_bad_color;	/* -1 if none */
 	size_t first_bad_page;
 };
-/* Examine npages at addr.  Returns 0, or -1 if pagemap could not be read. */
+/*
+ * Examine npages at addr.  Returns 0, or -1 if pagemap could not be read.
+ * Pages found absent are read again, up to PC_ABSENT_TRIES times 5 ms
+ * apart: a page that compaction (kcompactd, in the background) is moving
+ * has a migration entry for a PTE for that moment, and pagemap shows no
+ * frame.  Since patch 13 compaction moves coloured pages too.
+ */
+#define PC_ABSENT_TRIES	20
 int pc_check_range(const void *addr, size_t npages, const pagecolor_set_t *allowed,
 		   struct pc_check *res);
 /* ok when every page is present and allowed; prints details otherwise. */
