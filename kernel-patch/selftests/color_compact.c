@@ -151,20 +151,28 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Distinct pageblocks of @n frames; -1 when one is absent or off colour 0. */
-static long pageblocks(uint64_t *pfns, size_t n)
+/* Distinct pageblocks of @n frames (sorts them). */
+static long distinct_blocks(uint64_t *pfns, size_t n)
 {
 	long blocks = 0;
 	size_t i;
 
-	for (i = 0; i < n; i++)
-		if (!pfns[i] || pagecolor_pfn_color(pfns[i], pc_nr_colors) != 0)
-			return -1;
 	qsort(pfns, n, sizeof(*pfns), cmp_u64);
 	for (i = 0; i < n; i++)
 		if (!i || pfns[i] / BLOCK_PAGES != pfns[i - 1] / BLOCK_PAGES)
 			blocks++;
 	return blocks;
+}
+
+/* Distinct pageblocks of @n frames; -1 when one is absent or off colour 0. */
+static long pageblocks(uint64_t *pfns, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!pfns[i] || pagecolor_pfn_color(pfns[i], pc_nr_colors) != 0)
+			return -1;
+	return distinct_blocks(pfns, n);
 }
 
 /*
@@ -418,7 +426,6 @@ static void spread_child(int cmd, int ans, size_t k)
 /* Distinct pageblocks of the present frames of @pfns; in *@off, those off @color. */
 static long present_blocks(uint64_t *pfns, size_t n, int color, long *off)
 {
-	long blocks = 0;
 	size_t i, m = 0;
 
 	*off = 0;
@@ -429,11 +436,7 @@ static long present_blocks(uint64_t *pfns, size_t n, int color, long *off)
 			(*off)++;
 		pfns[m++] = pfns[i];
 	}
-	qsort(pfns, m, sizeof(*pfns), cmp_u64);
-	for (i = 0; i < m; i++)
-		if (!i || pfns[i] / BLOCK_PAGES != pfns[i - 1] / BLOCK_PAGES)
-			blocks++;
-	return blocks;
+	return distinct_blocks(pfns, m);
 }
 
 /*

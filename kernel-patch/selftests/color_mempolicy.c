@@ -67,15 +67,7 @@ struct result {
 
 static int cpu0;
 
-static int absent_pages(const int *status, int n)
-{
-	int i, k = 0;
-
-	for (i = 0; i < n; i++)
-		k += status[i] < 0;
-	return k;
-}
-
+/* The first negative status of @n (a page not found), 0 if none. */
 static int first_negative(const int *status, int n)
 {
 	int i;
@@ -141,9 +133,8 @@ static void child(enum how how, int colour, int out)
 		r.err = 6;
 		goto out;
 	}
-	while (r.retries < ABSENT_TRIES && absent_pages(status, NPAGES)) {
-		if (!r.status)
-			r.status = first_negative(status, NPAGES);
+	r.status = first_negative(status, NPAGES);
+	while (r.retries < ABSENT_TRIES && first_negative(status, NPAGES)) {
 		r.retries++;
 		usleep(10000);
 		if (syscall(SYS_move_pages, 0, NPAGES, pages, NULL, status, 0)) {
@@ -155,8 +146,6 @@ static void child(enum how how, int colour, int out)
 		r.off_node += status[i] != 1;
 		r.absent += status[i] < 0;
 		r.node0 += status[i] == 0;
-		if (status[i] < 0 && !r.status)
-			r.status = status[i];
 	}
 	if (colour >= 0) {
 		struct pc_check c;
