@@ -306,7 +306,7 @@ int main(int argc, char **argv)
 	/* 12, 13: migrate already populated memory */
 	p = map_anon(NPAGES, MAP_PRIVATE);
 	for (i = 0; i < NPAGES; i++)
-		p[i * pc_page_size] = (char)(i * 7 + 3);
+		p[i * pc_page_size] = pc_page_byte(i * 7 + 3);
 	pc_check_range(p, NPAGES, NULL, &r);
 	tap_diag("before migrate: %d distinct colours", r.distinct);
 	ok = bind_range(p, NPAGES, &setM, COLOR_MBIND_MIGRATE) == 0;
@@ -314,7 +314,7 @@ int main(int argc, char **argv)
 	       "COLOR_MBIND_MIGRATE moves populated pages to the new colours");
 	ok = 1;
 	for (i = 0; i < NPAGES; i++)
-		if (p[i * pc_page_size] != (char)(i * 7 + 3))
+		if (p[i * pc_page_size] != pc_page_byte(i * 7 + 3))
 			ok = 0;
 	tap_ok(ok, "page contents survive migration");
 	munmap(p, NPAGES * pc_page_size);

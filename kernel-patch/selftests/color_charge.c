@@ -90,30 +90,6 @@ static int take_other_colours(size_t n)
 	return st;
 }
 
-/*
- * Refills need free blocks of nr_colors pages: after tests that fragmented
- * memory (the stress run, at 1,024 colours) or binders before, there may be
- * none, and the binder would get its pages by the frame search alone.
- * Parked pages are given back first, so that compaction can use them; at
- * most three compactions.  Returns the compactions run.
- */
-static int make_free_blocks(int block_order, long long *parked, long *blocks)
-{
-	long long p;
-	int tries;
-
-	for (tries = 1; ; tries++) {
-		p = pc_wait_parked(1, IDLE_MS);
-		if (parked)
-			*parked = p;
-		pc_write_file("/proc/sys/vm/compact_memory", "1");
-		*blocks = pc_free_blocks(block_order, NULL);
-		if (*blocks >= 2 || tries == 3)
-			return tries;
-		pc_settle();
-	}
-}
-
 int main(void)
 {
 	size_t n, answer;
@@ -142,7 +118,13 @@ int main(void)
 	if (pc_write_file(CG "/memory.max", val))
 		tap_diag("memory.max: %s", strerror(errno));
 	pc_settle();
-	tries = make_free_blocks(block_order, &parked0, &blocks);
+	/*
+	 * Refills need free blocks of nr_colors pages: after tests that
+	 * fragmented memory (the stress run, at 1,024 colours) or binders
+	 * before, there may be none, and the binder would get its pages by the
+	 * frame search alone: at most three rounds.
+	 */
+	tries = pc_make_free_blocks(block_order, 2, 3, &blocks, &parked0);
 	tap_diag("free blocks of %d pages: %ld after %d compactions", pc_nr_colors, blocks, tries);
 	pc_color_census(0);
 	oom0 = pc_cgroup_value(CG, "memory.events", "oom_kill");
@@ -201,7 +183,7 @@ int main(void)
 	 * as at the start, and a binder that parked nothing is run once more.
 	 */
 	for (attempt = 0, cp4 = 0; attempt < 2 && cp4 == 0; attempt++) {
-		tries = make_free_blocks(block_order, NULL, &blocks);
+		tries = pc_make_free_blocks(block_order, 2, 3, &blocks, NULL);
 		pid = pc_child_start(binder, &n, &addr, &cmd, &ans);
 		pc_child_stop(pid, cmd, ans, NULL);
 		cp4 = pages_of("color_parked");

@@ -153,12 +153,12 @@ static int check_contents(const char *name, char *base, size_t npages,
 
 static char arena_byte(size_t i)
 {
-	return (char)(i ^ 0x5a);
+	return pc_page_byte(i ^ 0x5a);
 }
 
 static char thp_byte(size_t i)
 {
-	return (char)(i ^ 0xa5);
+	return pc_page_byte(i ^ 0xa5);
 }
 
 /* vmstat counters that tell a transient migration failure from a bug */
@@ -530,7 +530,7 @@ static int thp_cases(unsigned long w, int *made)
 		if (!h)
 			return bad + 1;
 		for (i = 0; i < PC_HUGE / ps; i++)
-			h[i * ps] = (char)i;
+			h[i * ps] = pc_page_byte(i);
 		if (!pc_is_thp(h)) {
 			munmap(h, PC_HUGE);
 			continue;
@@ -547,7 +547,7 @@ static int thp_cases(unsigned long w, int *made)
 		if (pc_check_range(h + cs[k].first * ps, cs[k].n, &s, &r))
 			r.bad = r.absent = cs[k].n;
 		for (i = cs[k].zap_head; i < PC_HUGE / ps; i++)
-			if (h[i * ps] != (char)i)
+			if (h[i * ps] != pc_page_byte(i))
 				r.bad++;
 		printf("# THP case %zu (pages %lu-%lu%s): rc %ld (%s), %zu of %lu pages "
 		       "outside colours %s or changed\n", k, cs[k].first,
@@ -582,7 +582,7 @@ static int thp_straddle(int *made)
 	if (!h)
 		return 1;
 	for (i = 0; i < 2 * hp; i++)
-		h[i * ps] = (char)(i * 3);
+		h[i * ps] = pc_page_byte(i * 3);
 	if (!pc_is_thp(h) || !pc_is_thp(h + PC_HUGE)) {
 		munmap(h, 2 * PC_HUGE);
 		return 0;
@@ -605,7 +605,7 @@ static int thp_straddle(int *made)
 	moved_out = (out_lo.pages - out_lo.bad - out_lo.absent) +
 		    (out_hi.pages - out_hi.bad - out_hi.absent);
 	for (i = 0; i < 2 * hp; i++)
-		changed += h[i * ps] != (char)(i * 3);
+		changed += h[i * ps] != pc_page_byte(i * 3);
 	printf("# THP straddle (pages %lu-%lu of two huge pages, colour %lu): rc %ld "
 	       "(%s), %zu of %lu in the range outside the colour; %zu of %lu pages "
 	       "outside the range on the colour (chance: about %lu); %lu changed\n",

@@ -125,7 +125,7 @@ static void child(enum how how, int colour, int out)
 		}
 	}
 	for (i = 0; i < NPAGES; i++) {
-		p[i * pc_page_size] = (char)i + 1;
+		p[i * pc_page_size] = pc_page_byte(i);
 		pages[i] = p + i * pc_page_size;
 		status[i] = -1;
 	}

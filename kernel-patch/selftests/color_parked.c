@@ -174,15 +174,25 @@ static void honest_free_count(size_t share)
 {
 	long long parked, diff, best = -1, vm_parked, free_total = 0, buddy_total = 0;
 	size_t npages = share * 3 / 4 < 512 ? share * 3 / 4 : 512;
-	int ready, go, s, i, refreshed;
+	int ready, go, s, i, refreshed, rounds;
+	long blocks = -1;
 	char res = 1;
 	pid_t pid;
 
-	pc_wait_parked(1, 5000);
+	/*
+	 * The child parks pages only by refills, which need a free block of
+	 * nr_colors pages: after color_exhaust's process exits at 1,024
+	 * colours there may be none for a moment (its pages on the per-cpu
+	 * lists), and the child then gets every page by the frame search.
+	 * At most five rounds of compaction and waiting.
+	 */
+	rounds = pc_make_free_blocks(pc_order_of(pc_nr_colors), 2, 5, &blocks, NULL);
 	pid = bound_child(npages, &ready, &go);
 	if (pid < 0 || read(ready, &res, 1) != 1)
 		res = 1;
 	parked = pc_parked();
+	tap_diag("free blocks of %d pages before the child: %ld after %d rounds",
+		 pc_nr_colors, blocks, rounds);
 	tap_ok(res == 0 && parked >= 1024, "a child bound to colour 0 with %zu pages (512, "
 	       "or 3/4 of the colour's share %zu), all of colour 0 (%s), holds %lld parked "
 	       "pages (at least 1024)", npages, share, res ? "no" : "yes", parked);

@@ -80,14 +80,15 @@ static pid_t holder(int c, size_t n, char **addr, int *release, long *nonzero)
 static long owner_pid(int fd, uint64_t pfn)
 {
 	char buf[4096], *s;
-	unsigned long long got;
+	long long got;
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, (off_t)pfn);
 
 	if (n <= 0)
 		return -1;
 	buf[n] = 0;
 	s = strstr(buf, "\nPFN ");
-	if (!s || sscanf(s, "\nPFN %llu", &got) != 1 || got != pfn)
+	/* the PFN in decimal (6.1) or hexadecimal (6.12) */
+	if (!s || sscanf(s, "\nPFN %lli", &got) != 1 || (uint64_t)got != pfn)
 		return -1;
 	s = strstr(buf, "pid ");
 	return s ? strtol(s + 4, NULL, 10) : -1;

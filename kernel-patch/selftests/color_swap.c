@@ -75,7 +75,7 @@ static int color_of(uint64_t e)
 
 static char pattern(size_t i)
 {
-	return (char)(i * 7 + 3);
+	return pc_page_byte(i * 7 + 3);
 }
 
 /* Pages of @p (n of them, @shared or private) in swap; -1 on error. */

@@ -200,7 +200,7 @@ void pc_touch(void *addr, size_t npages)
 	size_t i;
 
 	for (i = 0; i < npages; i++)
-		p[i * (size_t)pc_page_size] = (char)(i + 1);
+		p[i * (size_t)pc_page_size] = pc_page_byte(i);
 }
 
 pagecolor_set_t pc_set(const char *list)
@@ -748,6 +748,24 @@ long pc_free_blocks(int order, const char *skip_zone)
 	return total;
 }
 
+int pc_make_free_blocks(int order, long want, int rounds, long *blocks, long long *parked)
+{
+	long long p;
+	int round;
+
+	for (round = 1; ; round++) {
+		p = pc_wait_parked(1, 60000);
+		if (parked)
+			*parked = p;
+		pc_write_file("/proc/sys/vm/compact_memory", "1");
+		*blocks = pc_free_blocks(order, NULL);
+		if (*blocks >= want || round >= rounds)
+			return round;
+		pc_settle();
+		usleep(500 * 1000);	/* the per-cpu lists' periodic drain */
+	}
+}
+
 char *pc_bound_pages(const char *list, size_t npages)
 {
 	pagecolor_set_t set = pc_set(list);
@@ -885,10 +903,13 @@ static int owner_record(const char *buf, unsigned int *order, unsigned long long
 			unsigned long long *block, char type[32])
 {
 	const char *s = strstr(buf, "\nPFN ");
+	long long p;
 
+	/* the PFN in decimal (6.1) or hexadecimal (6.12) */
 	if (sscanf(buf, "Page allocated via order %u", order) != 1 || !s ||
-	    sscanf(s, "\nPFN %llu type %*s Block %llu type %31s", pfn, block, type) != 3)
+	    sscanf(s, "\nPFN %lli type %*s Block %llu type %31s", &p, block, type) != 3)
 		return -1;
+	*pfn = p;
 	return 0;
 }
 

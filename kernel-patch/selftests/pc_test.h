@@ -78,7 +78,17 @@ int pc_colors_holding(size_t pages);
 /* CLOCK_MONOTONIC in seconds. */
 double pc_now(void);
 
-/* Write one byte to every page. */
+/*
+ * The byte a test writes to page @i: never 0, so that no test page is all
+ * zeroes (6.12 neither writes a zero page to swap nor keeps a split huge
+ * page's zero-filled pages: it maps the shared zero page there).
+ */
+static inline char pc_page_byte(size_t i)
+{
+	return (char)(1 + i % 255);
+}
+
+/* Write one byte to every page (pc_page_byte()). */
 void pc_touch(void *addr, size_t npages);
 
 /*
@@ -261,6 +271,18 @@ size_t pc_eat_large_blocks(void);
  * on error.
  */
 long pc_free_blocks(int order, const char *skip_zone);
+
+/*
+ * Set the state a test that needs refills starts from: give parked pages
+ * back, compact (vm.compact_memory) and, while fewer than @want free blocks
+ * of @order or more are listed, drop caches and wait, at most @rounds
+ * rounds.  Pages a process that just exited freed wait on per-cpu lists,
+ * out of the buddy lists, until the kernel drains them: a refill's block
+ * may not form at once.  Returns the rounds run; *@blocks the blocks
+ * found last, *@parked (when not NULL) what was parked after the last
+ * give-back.
+ */
+int pc_make_free_blocks(int order, long want, int rounds, long *blocks, long long *parked);
 
 /* Pages per pageblock ("Pages per block" of /proc/pagetypeinfo), 0 if unreadable. */
 unsigned long pc_pageblock_pages(void);
