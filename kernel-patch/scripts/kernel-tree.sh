@@ -1,5 +1,5 @@
 #!/bin/bash
-# kernel-tree.sh - extract Debian's linux-source-6.1, apply the page colouring
+# kernel-tree.sh - extract Debian's linux-source-6.1 (or 6.12), apply the page colouring
 # series and build small test kernels.  Run with --help for usage.
 set -euo pipefail
 
@@ -57,8 +57,8 @@ Outputs (stable paths, used by the QEMU boot scripts):
 
 Inputs: $PATCHES/series (patch file names in order), the patches,
 $CONFIGS/test.config, debug.config and guest.config, and the tarball
-$TARBALL (package linux-source-6.1; scripts/install-deps.sh installs it
-and the build's other packages).
+$TARBALL (package linux-source-$SERIES; scripts/install-deps.sh installs
+6.1, and the build's other packages).
 
 Environment: JOBS (default 2), KP_BUILD (build dir), KERNEL_TARBALL,
 KERNEL_SERIES (6.1, the default, or 6.12: patches-6.12/ on
