@@ -56,6 +56,7 @@ def main(argv=None):
         prog = b.programs.get("color_bench")
         boots.append((b, prog, bench_values(prog) if prog else {}))
     good = [v for b, p, v in boots if b.rc == 0 and all(k in v for k, _, _ in MEASURES)]
+    res.add(guest.release_line([b for b, _, _ in boots]))
     res.add(f"{len(good)} of {a.boots} boots passed and measured everything (boot-test.sh verdict 0, "
             "every `# bench` line present); the table is over those, median (min-max).\n")
     rows = []

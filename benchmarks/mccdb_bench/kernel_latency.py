@@ -91,6 +91,7 @@ def main(argv=None):
                 v, w = program_values(prog) if prog else ({}, {})
                 boots.append((c, rep, b, prog, v, w))
     good = [x for x in boots if x[2].rc == 0 and x[4]]
+    res.add(guest.release_line([x[2] for x in boots]))
     res.add(f"{len(good)} of {len(boots)} boots passed (boot-test.sh verdict 0: every program's TAP ok, "
             "dmesg clean) and measured; the tables are over those, median (min-max).\n")
     for c in colors:

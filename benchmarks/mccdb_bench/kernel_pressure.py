@@ -98,6 +98,7 @@ def main(argv=None):
     res.guard = cli.start_guard(a, say, own_load=1)
     boots = guest.guarded_boots(res.guard, initramfs, a.boots, "pressure", say=say)
     passed = sum(b.rc == 0 for b in boots)
+    res.add(guest.release_line(boots))
     res.add(f"{passed} of {a.boots} boots passed (boot-test.sh: every program's TAP ok, dmesg clean, "
             "the sentinel line reached).\n")
     res.add("## Compaction and parked pages (`color_pressure`)\n\n"

@@ -49,6 +49,15 @@ def test_parse_splits_programs_and_results():
     assert not any(x.startswith("=== ") for p in progs.values() for x in p.lines)
 
 
+def test_release_of_the_guest():
+    assert guest.release(LOG) == "6.1.192+"
+    assert guest.release("[    0.1] no init\n") == ""
+    boots = [guest.Boot(0, "a", {}, guest.release(LOG)), guest.Boot(1, "b", {}, ""),
+             guest.Boot(0, "c", {}, "6.12.118+")]
+    assert guest.release_line(boots) == "Guest kernel release (uname -r in the guest): 6.1.192+, 6.12.118+\n"
+    assert "not in the logs" in guest.release_line(boots[1:2])
+
+
 def test_bench_values():
     v = kernel_faults.bench_values(guest.parse(LOG)["color_bench"])
     assert v == {"nr_colors": 16, "fault_pages_per_s_uncoloured": 138111, "fault_pages_per_s_all_colours": 137299,

@@ -1,18 +1,18 @@
 #!/bin/bash
-# kernel-tree.sh - extract Debian's linux-source-6.1 (or 6.12), apply the page colouring
+# kernel-tree.sh - extract Debian's linux-source-6.12 (or 6.1), apply the page colouring
 # series and build small test kernels.  Run with --help for usage.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 KP="$(cd "$HERE/.." && pwd)"                   # kernel-patch/
-# KERNEL_SERIES=6.12: the series rebased onto Linux 6.12 (patches-6.12/,
-# linux-source-6.12), in a build directory of its own; the default is the
-# 6.1 series, which make test boots.
-SERIES="${KERNEL_SERIES:-6.1}"
+# KERNEL_SERIES=6.1: the series on Linux 6.1, the base before the rebase
+# (patches-6.1/, linux-source-6.1), in a build directory of its own; the
+# default is the 6.12 series, which make test boots.
+SERIES="${KERNEL_SERIES:-6.12}"
 case "$SERIES" in
-6.1) SUFFIX= ;;
-6.12) SUFFIX=-6.12 ;;
-*) echo "kernel-tree: ERROR: KERNEL_SERIES is 6.1 or 6.12, not '$SERIES'" >&2; exit 2 ;;
+6.12) SUFFIX= ;;
+6.1) SUFFIX=-6.1 ;;
+*) echo "kernel-tree: ERROR: KERNEL_SERIES is 6.12 or 6.1, not '$SERIES'" >&2; exit 2 ;;
 esac
 BUILD="${KP_BUILD:-$KP/build$SUFFIX}"          # build trees live here
 TARBALL="${KERNEL_TARBALL:-/usr/src/linux-source-$SERIES.tar.xz}"
@@ -58,11 +58,11 @@ Outputs (stable paths, used by the QEMU boot scripts):
 Inputs: $PATCHES/series (patch file names in order), the patches,
 $CONFIGS/test.config, debug.config and guest.config, and the tarball
 $TARBALL (package linux-source-$SERIES; scripts/install-deps.sh installs
-6.1, and the build's other packages).
+6.12 and the build's other packages; 6.1 is apt-get install linux-source-6.1).
 
 Environment: JOBS (default 2), KP_BUILD (build dir), KERNEL_TARBALL,
-KERNEL_SERIES (6.1, the default, or 6.12: patches-6.12/ on
-linux-source-6.12, built in kernel-patch/build-6.12).
+KERNEL_SERIES (6.12, the default, or 6.1: patches-6.1/ on
+linux-source-6.1, built in kernel-patch/build-6.1).
 EOF
 }
 
@@ -81,8 +81,11 @@ ensure_packages() {
 	command -v gcc >/dev/null && command -v make >/dev/null || missing+=(build-essential)
 	[ -f /usr/include/gelf.h ] || missing+=(libelf-dev)
 	[ -f /usr/include/openssl/opensslv.h ] || missing+=(libssl-dev)
-	[ ${#missing[@]} -eq 0 ] ||
-		die "missing Debian packages: ${missing[*]} (run scripts/install-deps.sh)"
+	[ ${#missing[@]} -eq 0 ] && return 0
+	# install-deps.sh installs the default series' source only
+	[ "$SERIES" = 6.12 ] ||
+		die "missing Debian packages: ${missing[*]} (KERNEL_SERIES=$SERIES: sudo apt-get install ${missing[*]})"
+	die "missing Debian packages: ${missing[*]} (run scripts/install-deps.sh)"
 }
 
 series_files() {
@@ -105,8 +108,13 @@ series_hash() {
 git_src() { git -C "$SRC" -c user.name=kernel-tree -c user.email=kernel-tree@localhost "$@"; }
 
 extract_tree() {
+	local tarball_name
+	tarball_name="$(basename "$TARBALL")"
 	if [ -d "$SRC/.git" ] && git_src rev-parse -q --verify pristine >/dev/null; then
-		return 0
+		# a tree from another tarball (build/ held 6.1 before 6.12 was
+		# the default) is extracted again, not patched with this series
+		[ "$(git_src log -1 --format=%s pristine)" = "pristine $tarball_name" ] && return 0
+		log "$SRC is '$(git_src log -1 --format=%s pristine)', not $tarball_name: extracting again"
 	fi
 	ensure_packages
 	log "extracting $TARBALL into $SRC"
@@ -124,7 +132,7 @@ extract_tree() {
 	git_src init -q
 	git_src add -A
 	GIT_COMMITTER_DATE="2000-01-01T00:00:00Z" GIT_AUTHOR_DATE="2000-01-01T00:00:00Z" \
-		git_src commit -q -m "pristine $(basename "$TARBALL")"
+		git_src commit -q -m "pristine $tarball_name"
 	git_src tag pristine
 }
 

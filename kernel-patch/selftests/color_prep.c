@@ -76,24 +76,6 @@ static pid_t holder(int c, size_t n, char **addr, int *release, long *nonzero)
 	return pid;
 }
 
-/* The pid page_owner records for @pfn, -1 when it has no record of it. */
-static long owner_pid(int fd, uint64_t pfn)
-{
-	char buf[4096], *s;
-	long long got;
-	ssize_t n = pread(fd, buf, sizeof(buf) - 1, (off_t)pfn);
-
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	s = strstr(buf, "\nPFN ");
-	/* the PFN in decimal (6.1) or hexadecimal (6.12) */
-	if (!s || sscanf(s, "\nPFN %lli", &got) != 1 || (uint64_t)got != pfn)
-		return -1;
-	s = strstr(buf, "pid ");
-	return s ? strtol(s + 4, NULL, 10) : -1;
-}
-
 int main(void)
 {
 	uint64_t pfns[NPAGES];
@@ -122,7 +104,8 @@ int main(void)
 			 PAGE_OWNER, strerror(errno));
 	} else {
 		for (i = 0; i < NPAGES; i++) {
-			long o = owner_pid(fd, pfns[i]);
+			struct pc_owner rec;
+			long o = pc_owner_at(fd, pfns[i], &rec) ? -1 : rec.pid;
 
 			owners += o >= 0;
 			pid_ok += o == b;

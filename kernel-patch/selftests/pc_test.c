@@ -897,29 +897,48 @@ int pc_pagetype_blocks(const char *zone, const char *type)
 
 /*
  * One page_owner record, as read() returns it: "Page allocated via order
- * N" and "PFN p type T Block b type T"; 0 when @buf holds one, else -1.
+ * N, ..., pid P, ..." and "PFN p type T Block b type T"; 0 when @buf holds
+ * one, else -1.
  */
-static int owner_record(const char *buf, unsigned int *order, unsigned long long *pfn,
-			unsigned long long *block, char type[32])
+static int owner_record(const char *buf, struct pc_owner *o)
 {
 	const char *s = strstr(buf, "\nPFN ");
+	const char *pid = strstr(buf, "pid ");
 	long long p;
 
 	/* the PFN in decimal (6.1) or hexadecimal (6.12) */
-	if (sscanf(buf, "Page allocated via order %u", order) != 1 || !s ||
-	    sscanf(s, "\nPFN %lli type %*s Block %llu type %31s", &p, block, type) != 3)
+	if (sscanf(buf, "Page allocated via order %u", &o->order) != 1 || !s ||
+	    sscanf(s, "\nPFN %lli type %*s Block %llu type %31s", &p, &o->block,
+		   o->type) != 3)
 		return -1;
-	*pfn = p;
+	o->pfn = p;
+	/* the first "pid " is the pid's: "tgid " follows it */
+	o->pid = pid && pid < s ? strtol(pid + 4, NULL, 10) : -1;
 	return 0;
+}
+
+int pc_owner_at(int fd, uint64_t pfn, struct pc_owner *o)
+{
+	char buf[4096];
+	ssize_t len;
+
+	/* read_page_owner() takes a non-zero offset for the frame to start at */
+	if (fd < 0 || !pfn)
+		return -1;
+	len = pread(fd, buf, sizeof(buf) - 1, (off_t)pfn);
+	if (len <= 0)
+		return -1;
+	buf[len] = 0;
+	return owner_record(buf, o) || o->pfn != pfn ? -1 : 0;
 }
 
 long pc_owner_scan(uint64_t start, uint64_t end, unsigned char *used, char *types,
 		   size_t nblocks)
 {
 	int fd = open("/sys/kernel/debug/page_owner", O_RDONLY);
-	unsigned long long pfn, b, i;
-	unsigned int order;
-	char buf[4096], t[32];
+	struct pc_owner o;
+	unsigned long long i;
+	char buf[4096];
 	ssize_t len;
 	long n = 0;
 
@@ -929,14 +948,14 @@ long pc_owner_scan(uint64_t start, uint64_t end, unsigned char *used, char *type
 		return -1;
 	while ((len = read(fd, buf, sizeof(buf) - 1)) > 0) {
 		buf[len] = 0;
-		if (owner_record(buf, &order, &pfn, &b, t) || order > 20)
+		if (owner_record(buf, &o) || o.order > 20)
 			continue;
 		n++;
-		for (i = pfn; i < pfn + (1ULL << order); i++)
+		for (i = o.pfn; i < o.pfn + (1ULL << o.order); i++)
 			if (i >= start && i < end)
 				used[i - start] = 1;
-		if (b < nblocks)
-			types[b] = t[0];
+		if (o.block < nblocks)
+			types[o.block] = o.type[0];
 	}
 	close(fd);
 	return n;
@@ -945,22 +964,12 @@ long pc_owner_scan(uint64_t start, uint64_t end, unsigned char *used, char *type
 char pc_owner_block_type(uint64_t pfn)
 {
 	int fd = open("/sys/kernel/debug/page_owner", O_RDONLY);
-	unsigned long long at = 0, b;
-	unsigned int order;
-	char buf[4096], t[32] = "";
-	ssize_t len = -1;
+	struct pc_owner o;
+	int r = pc_owner_at(fd, pfn, &o);
 
-	/* read_page_owner() takes a non-zero offset for the frame to start at */
-	if (fd >= 0 && pfn)
-		len = pread(fd, buf, sizeof(buf) - 1, (off_t)pfn);
 	if (fd >= 0)
 		close(fd);
-	if (len <= 0)
-		return 0;
-	buf[len] = 0;
-	if (owner_record(buf, &order, &at, &b, t) || at != pfn)
-		return 0;
-	return t[0];
+	return r ? 0 : o.type[0];
 }
 
 /* _exit() is async-signal-safe; nothing else of the child's is needed. */

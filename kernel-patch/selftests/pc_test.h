@@ -308,6 +308,20 @@ int pc_pagetype_blocks(const char *zone, const char *type);
  */
 long pc_owner_scan(uint64_t start, uint64_t end, unsigned char *used, char *types,
 		   size_t nblocks);
+/* One page_owner record (pc_owner_at()). */
+struct pc_owner {
+	unsigned int order;		/* of the allocation */
+	unsigned long long pfn;		/* its first frame */
+	unsigned long long block;	/* pageblock number */
+	long pid;			/* the allocating task, -1 if not printed */
+	char type[32];			/* the pageblock's migratetype now */
+};
+/*
+ * page_owner's record of allocated frame @pfn, read at offset @pfn from
+ * @fd (/sys/kernel/debug/page_owner, open): 0 with @o filled in, -1 when
+ * the frame is not allocated, @pfn is 0 or @fd is not open.
+ */
+int pc_owner_at(int fd, uint64_t pfn, struct pc_owner *o);
 /*
  * The first letter of the type the pageblock of allocated frame @pfn has
  * now (page_owner read at offset @pfn: its record, as pc_owner_scan()

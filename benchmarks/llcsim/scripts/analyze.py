@@ -148,13 +148,16 @@ def machine(args, d):
     q = sh('qemu-system-x86_64 --version | head -1')
     cmdline = next((r for r in d['results'] if 'cmdline' in r), '')
     cpus = next((r for r in d['results'] if 'cpus:' in r), '')
+    # mkinitramfs.sh's first line: "=== PCTEST BEGIN <uname -r>"
+    begin = next((r for r in d['results'] if r.startswith('=== PCTEST BEGIN ')), '').split()
+    release = begin[3] if len(begin) > 3 else 'release not in the log'
     c = d['config']
     return '\n'.join([
         '## Machine and configuration', '',
         f'- Host: {platform.node()}, {os.cpu_count()} vCPUs ({cpu}), kernel {platform.release()}.',
         guard_lines(args),
         f'- {q}, `-accel tcg` (MTTCG: one host thread per vCPU), `-cpu qemu64,l3-cache=on -smp {args.smp} '
-        f'-m {args.mem}`; guest: patched Linux 6.1 (kernel-patch series, test.config + CONFIG_ACPI) '
+        f'-m {args.mem}`; guest: patched Linux {release} (kernel-patch series, test.config + guest.config) '
         f'booted with `page_colors={kernel_colors(d)}`.',
         f'- Guest serial: `{cmdline.replace("=== PCTEST ", "")}`; `{cpus.replace("=== PCTEST ", "")}`',
         f'- Plugin: L1d {int(c.get("l1", "0/0").split("/")[0]) >> 10} KiB '

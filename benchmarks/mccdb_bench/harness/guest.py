@@ -22,6 +22,7 @@ TRACE_KERNEL = BUILD / "trace" / "bzImage"
 GUEST = ("Guest: the patched test kernel (`make -C kernel-patch kernel`) under QEMU TCG "
          "(`-cpu qemu64,l3-cache=on -m 1024 -smp 2`: two vCPUs, the guest brings up both)")
 
+BEGIN = re.compile(r"=== PCTEST BEGIN (\S+)")
 RUN = re.compile(r"^=== PCTEST RUN (\S+)")
 RESULT = re.compile(r"^=== PCTEST RESULT (\S+) rc=(-?\d+) (\S+)")
 TAP = re.compile(r"^(not ok|ok) \d+ - (.*)")
@@ -55,6 +56,7 @@ class Boot:
     rc: int                     # boot-test.sh's verdict: 0 pass
     log: str                    # the serial log's path
     programs: dict              # name -> Program
+    release: str = ""           # the guest's uname -r ("" if it never got that far)
 
 
 def parse(text):
@@ -70,6 +72,13 @@ def parse(text):
         elif cur is not None:
             cur.lines.append(line)
     return programs
+
+
+def release(text):
+    """The guest kernel's release from a serial log's text (mkinitramfs.sh's
+    "=== PCTEST BEGIN <uname -r>"), "" when the guest never printed it."""
+    m = BEGIN.search(text)
+    return m.group(1) if m else ""
 
 
 def build(initramfs_target, kernel_target="kernel"):
@@ -91,7 +100,7 @@ def boot(initramfs, log, append="", timeout=1200, kernel=KERNEL):
             text = f.read()
     except OSError:
         text = ""
-    return Boot(rc, str(log), parse(text))
+    return Boot(rc, str(log), parse(text), release(text))
 
 
 def guarded_boots(guard, initramfs, n, log_prefix, append="", say=print, kernel=KERNEL):
@@ -104,6 +113,12 @@ def guarded_boots(guard, initramfs, n, log_prefix, append="", say=print, kernel=
         say(f"boot {i}: boot-test.sh exit {b.rc}")
         boots.append(b)
     return boots
+
+
+def release_line(boots):
+    """A page's line naming the kernel release(s) the guests booted."""
+    seen = sorted({b.release for b in boots if b.release})
+    return "Guest kernel release (uname -r in the guest): " + (", ".join(seen) or "not in the logs") + "\n"
 
 
 def log_name(b):

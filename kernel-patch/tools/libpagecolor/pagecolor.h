@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR BSD-2-Clause */
 /*
  * libpagecolor - user-space access to the page colouring system calls of the
- * mccdb Linux 6.1 patch series (kernel-patch/patches/).
+ * mccdb page colouring series (kernel-patch/patches/, Linux 6.12;
+ * patches-6.1/, Linux 6.1).
  *
  * The library is plain C99 and keeps no state except a cached result of the
  * support probe.  Every function reports errors through its return value
