@@ -25,8 +25,9 @@
  *     suite): printed, not bounded; the check is that the count is not
  *     below the minimum, i.e. that the frames read are of one colour.
  * (b) Compaction moves pages of a colour policy within their colour.
- *     This process, the filler, touches all free memory but 64 MiB (the
- *     watermarks) in 4 KiB pages, reads where they lie, and gives back
+ *     This process, the filler, touches all free memory but 64 MiB and
+ *     twice the high watermark (watermark boosts off meanwhile) in 4 KiB
+ *     pages, reads where they lie, and gives back
  *     those in the lowest quarter of its frames; a second child, bound to
  *     colour 1 (the first child holds colour 0's frames), touches NMOVE
  *     pages, whose refill blocks come from that quarter.  The filler then
@@ -94,6 +95,7 @@
 #define RESTRICT	"/proc/sys/vm/page_color_restrict"
 #define PROACTIVE	"/proc/sys/vm/compaction_proactiveness"
 #define COMPACT		"/proc/sys/vm/compact_memory"
+#define BOOST_FACTOR	"/proc/sys/vm/watermark_boost_factor"
 
 static long long read_ll(const char *path)
 {
@@ -312,10 +314,23 @@ static void moves_within_colour(void)
 	uint64_t *pfns = calloc(NMOVE, sizeof(*pfns));
 	int cmd[2], ans[2], st, nmove = NMOVE;
 	uintptr_t addr = 0;
-	char *fill = NULL;
+	char *fill = NULL, boost_factor[32] = "";
+	struct pc_zone_info zi;
+	long margin;
 	pid_t pid = -1;
 
-	nfill = (long)pc_memfree_pages() - (64L << 20) / (long)pc_page_size;
+	/*
+	 * The fill leaves 64 MiB and twice the high watermark free, with no
+	 * watermark boost: a boost raises the min watermark by up to 1.5 times
+	 * the high one, and with khugepaged's min_free_kbytes that took the
+	 * whole 64 MiB on 6.12 (the fill OOM-killed under load).
+	 */
+	pc_read_line(BOOST_FACTOR, boost_factor, sizeof(boost_factor));
+	pc_write_file(BOOST_FACTOR, "0");
+	pc_wait_kswapd_idle(5000);
+	margin = (64L << 20) / (long)pc_page_size +
+		 (pc_zone_info("DMA32", &zi) == 0 ? 2 * zi.high : 0);
+	nfill = (long)pc_memfree_pages() - margin;
 	if (pfns && nfill > 0)
 		fill_pfns = calloc(nfill, sizeof(*fill_pfns));
 	if (fill_pfns) {
@@ -360,9 +375,10 @@ static void moves_within_colour(void)
 		moved[1] = compact_moved(pid, addr, pfns, nmove, 1, &off[1]);
 	}
 	tap_diag("(b) %d pages of colour 1 at pfns %llu-%llu, the filler's %ld pages below "
-		 "pfn %llu; vm.compact_memory moved %ld (%ld off colour 1), a second one "
-		 "%ld (%ld off)", nmove, (unsigned long long)lo, (unsigned long long)hi,
-		 nfill, (unsigned long long)top, moved[0], off[0], moved[1], off[1]);
+		 "pfn %llu (%ld pages left free); vm.compact_memory moved %ld (%ld off "
+		 "colour 1), a second one %ld (%ld off)", nmove, (unsigned long long)lo,
+		 (unsigned long long)hi, nfill, (unsigned long long)top, margin, moved[0],
+		 off[0], moved[1], off[1]);
 	if (pc_nr_colors <= MOVES_MAX_COLORS)
 		tap_ok(moved[0] >= 0 && moved[1] >= 0 &&
 		       moved[0] + moved[1] >= (nmove + 7) / 8,
@@ -376,6 +392,8 @@ static void moves_within_colour(void)
 	       off[1]);
 	if (fill)
 		munmap(fill, nfill * pc_page_size);
+	if (boost_factor[0])
+		pc_write_file(BOOST_FACTOR, boost_factor);
 	if (pid > 0) {
 		close(cmd[1]);
 		close(ans[0]);
