@@ -25,9 +25,9 @@
  *     suite): printed, not bounded; the check is that the count is not
  *     below the minimum, i.e. that the frames read are of one colour.
  * (b) Compaction moves pages of a colour policy within their colour.
- *     This process, the filler, touches all free memory but 64 MiB and
- *     twice the high watermark (watermark boosts off meanwhile) in 4 KiB
- *     pages, reads where they lie, and gives back
+ *     This process, the filler, touches all free memory of the zones it
+ *     can take from but 64 MiB above the high watermark (watermark boosts
+ *     off meanwhile) in 4 KiB pages, reads where they lie, and gives back
  *     those in the lowest quarter of its frames; a second child, bound to
  *     colour 1 (the first child holds colour 0's frames), touches NMOVE
  *     pages, whose refill blocks come from that quarter.  The filler then
@@ -315,22 +315,21 @@ static void moves_within_colour(void)
 	int cmd[2], ans[2], st, nmove = NMOVE;
 	uintptr_t addr = 0;
 	char *fill = NULL, boost_factor[32] = "";
-	struct pc_zone_info zi;
 	long margin;
 	pid_t pid = -1;
 
 	/*
-	 * The fill leaves 64 MiB and twice the high watermark free, with no
-	 * watermark boost: a boost raises the min watermark by up to 1.5 times
-	 * the high one, and with khugepaged's min_free_kbytes that took the
-	 * whole 64 MiB on 6.12 (the fill OOM-killed under load).
+	 * The fill leaves 64 MiB above the high watermark free in the zones it
+	 * can take from, with watermark boosts off: a boost raises min by up
+	 * to 1.5 times the high watermark, and MemFree counts ZONE_DMA, which
+	 * user pages never get.  With 64 MiB of MemFree left, 6.12's fill was
+	 * OOM-killed under load.
 	 */
 	pc_read_line(BOOST_FACTOR, boost_factor, sizeof(boost_factor));
 	pc_write_file(BOOST_FACTOR, "0");
 	pc_wait_kswapd_idle(5000);
-	margin = (64L << 20) / (long)pc_page_size +
-		 (pc_zone_info("DMA32", &zi) == 0 ? 2 * zi.high : 0);
-	nfill = (long)pc_memfree_pages() - margin;
+	margin = (64L << 20) / (long)pc_page_size;
+	nfill = (long)pc_free_above("high") - margin;
 	if (pfns && nfill > 0)
 		fill_pfns = calloc(nfill, sizeof(*fill_pfns));
 	if (fill_pfns) {
@@ -375,7 +374,7 @@ static void moves_within_colour(void)
 		moved[1] = compact_moved(pid, addr, pfns, nmove, 1, &off[1]);
 	}
 	tap_diag("(b) %d pages of colour 1 at pfns %llu-%llu, the filler's %ld pages below "
-		 "pfn %llu (%ld pages left free); vm.compact_memory moved %ld (%ld off "
+		 "pfn %llu (%ld pages left above high); vm.compact_memory moved %ld (%ld off "
 		 "colour 1), a second one %ld (%ld off)", nmove, (unsigned long long)lo,
 		 (unsigned long long)hi, nfill, (unsigned long long)top, margin, moved[0],
 		 off[0], moved[1], off[1]);

@@ -420,6 +420,30 @@ static long long pc_boost_total(void)
 	return pc_zoneinfo_total("boost");
 }
 
+long long pc_free_above(const char *mark)
+{
+	FILE *f = fopen("/proc/zoneinfo", "r");
+	long long sum = 0, v, free = 0;
+	char line[256], name[32], zone[32] = "";
+	int node;
+
+	if (!f)
+		return LLONG_MIN;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Node %d, zone %31s", &node, zone) == 2)
+			continue;
+		/* ZONE_DMA is kept from user pages by its lowmem reserve */
+		if (!strcmp(zone, "DMA") || !zone[0])
+			continue;
+		if (sscanf(line, " pages free %lld", &v) == 1)
+			free = v;
+		else if (sscanf(line, " %31s %lld", name, &v) == 2 && !strcmp(name, mark))
+			sum += free - v;	/* the mark follows "pages free" */
+	}
+	fclose(f);
+	return sum;
+}
+
 /* The state letter of process @pid if it is a kswapd thread, else 0. */
 static char pc_kswapd_state(const char *pid)
 {
@@ -477,21 +501,24 @@ static int pc_kswapd_asleep(char *why, size_t len)
  * allocation that may not wake kswapd (SLUB's first, high-order try at a
  * new slab clears __GFP_RECLAIM) stays until something else wakes it:
  * an allocation that takes a zone below its low watermark does.  Pages
- * are faulted in until the boost is gone or free memory is down to the
- * low watermarks (never to min: no direct reclaim, no OOM kill), held
- * for at most 2 s while kswapd works, and freed again.
+ * are faulted in until the boost is gone or the free memory of the zones
+ * user pages come from is half way from their low watermarks down to min
+ * (never to min: no direct reclaim, no OOM kill; ZONE_DMA's free pages
+ * do not count, its lowmem reserve keeps them from user pages), held for
+ * at most 2 s while kswapd works, and freed again.
  */
 static void pc_wake_kswapd(void)
 {
-	long long low = pc_zoneinfo_total("low");
 	size_t n = (size_t)pc_memfree_pages(), i = 0;
 	char *p = mmap(NULL, n * pc_page_size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	int held;
 
-	if (p == MAP_FAILED || low < 0)
+	if (p == MAP_FAILED)
 		return;
-	while (i < n && pc_boost_total() > 0 && pc_memfree_pages() > low + 256) {
+	/* down to half way from low to min: below low wakes kswapd */
+	while (i < n && pc_boost_total() > 0 && pc_free_above("min") > 0 &&
+	       pc_free_above("low") + pc_free_above("min") > 0) {
 		pc_touch(p + i * pc_page_size, n - i < 256 ? n - i : 256);
 		i += 256;
 	}

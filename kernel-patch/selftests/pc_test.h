@@ -203,6 +203,13 @@ long long pc_wait_parked(int drain, int timeout_ms);
  * moment, which does (kswapd reclaims some page cache for it).
  */
 int pc_wait_kswapd_idle(int timeout_ms);
+/*
+ * Free pages above watermark @mark ("min", "low", "high"; boost included,
+ * as /proc/zoneinfo prints them), summed over the zones user pages come
+ * from (every zone but ZONE_DMA, which its lowmem reserve keeps from
+ * them); negative below it, LLONG_MIN when /proc/zoneinfo is unreadable.
+ */
+long long pc_free_above(const char *mark);
 /* Drop caches / compact if available, then sleep a little. */
 void pc_settle(void);
 
