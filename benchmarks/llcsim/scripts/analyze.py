@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 
+from mccdb_bench.harness import guest
 from mccdb_bench.harness.report import write_page
 from mccdb_bench.harness.stats import summarize
 
@@ -148,9 +149,7 @@ def machine(args, d):
     q = sh('qemu-system-x86_64 --version | head -1')
     cmdline = next((r for r in d['results'] if 'cmdline' in r), '')
     cpus = next((r for r in d['results'] if 'cpus:' in r), '')
-    # mkinitramfs.sh's first line: "=== PCTEST BEGIN <uname -r>"
-    begin = next((r for r in d['results'] if r.startswith('=== PCTEST BEGIN ')), '').split()
-    release = begin[3] if len(begin) > 3 else 'release not in the log'
+    release = guest.release('\n'.join(d['results'])) or 'release not in the log'
     c = d['config']
     return '\n'.join([
         '## Machine and configuration', '',
