@@ -72,6 +72,8 @@ on_pg18() {
 oltp_cost_pg18() {
 	bench oltp_cost --db pgbench --scale 10 --configs stock,defaults --scripts select-only,tpcb-like --modes simple --clients 1 --seconds 15 --warmup 3 --reps 8 --name oltp-cost-simple-1client-pg18
 	bench oltp_cost --db pgbench --scale 10 --configs stock,all-off,defaults,defaults-shortest --scripts select-only,tpcb-like --clients 1,16 --seconds 10 --warmup 2 --reps 3 --name oltp-cost-quick-pg18
+	# the targets' every protocol and client count on 18 (about 100 min)
+	bench oltp_cost --db pgbench --scale 10 --configs stock,defaults,defaults-shortest --scripts select-only,tpcb-like --seconds 15 --warmup 3 --reps 8 --name oltp-cost-targets-pg18
 	bench oltp_instructions --db pgbench --scale 10 --configs stock,stock-queryid,defaults-no-queryid,defaults-queryid-on,all-off,queryid,track-top,track-all,learn,explain,plan-sls,plan-mls,counters,placement,partition,gate-shortest,gate-predictive,defaults,defaults-shortest --name oltp-instructions-pg18
 }
 memory_budget_pg18() {

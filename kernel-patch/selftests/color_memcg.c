@@ -298,7 +298,7 @@ static void memory_low(int fd, const void *map, long long prot_bytes, size_t wan
 	long long total = pc_meminfo_kb("MemTotal") * 1024, low0, low1, low2, low3;
 	long prot_pages = prot_bytes / pc_page_size, res0, res1, res2, res3, bad, cache_c0;
 	size_t then3, max3, got3 = 0;
-	unsigned long long rc0 = 0, rc1 = 0, rc2 = 0, rc3 = 0;
+	unsigned long long rc0 = 0, rc1 = 0, rc2 = 0, rc3 = 0, cap2 = 0, cap3 = 0;
 	long long free_pages, margin, fill, free_c0;
 	int st, kills0, kills1, idle;
 	struct pc_zone_info zi;
@@ -375,6 +375,7 @@ static void memory_low(int fd, const void *map, long long prot_bytes, size_t wan
 	max3 = (size_t)(free_c0 * pc_nr_colors + cache_c0);
 	low2 = memcg_event("low");
 	pagecolor_read_counter("reclaimed", &rc2);
+	pagecolor_read_counter("captured", &cap2);
 	/*
 	 * kswapd may stay awake here (a watermark boost it cannot work off
 	 * with only protected cache to take), and may take some of that
@@ -394,14 +395,15 @@ static void memory_low(int fd, const void *map, long long prot_bytes, size_t wan
 	low3 = memcg_event("low");
 	kills1 = pc_dmesg_find("Out of memory: Killed process", NULL, 0);
 	pagecolor_read_counter("reclaimed", &rc3);
+	pagecolor_read_counter("captured", &cap3);
 	if (fp > 0) {
 		kill(fp, SIGKILL);
 		waitpid(fp, NULL, 0);
 	}
 	tap_diag("only protected cache: attacker status 0x%x, %zu pages touched, %ld not "
 		 "of the colour; bystander's cache %ld -> %ld; memory.events low %lld -> "
-		 "%lld; reclaimed %llu -> %llu; OOM kills %d -> %d", st, got3, bad, res2,
-		 res3, low2, low3, rc2, rc3, kills0, kills1);
+		 "%lld; reclaimed %llu -> %llu (captured +%llu); OOM kills %d -> %d", st,
+		 got3, bad, res2, res3, low2, low3, rc2, rc3, cap3 - cap2, kills0, kills1);
 	tap_ok(exited_ok(st) && bad == 0 && got3 < max3 && kills1 == kills0,
 	       "memory.low, only protected cache: attacker got its %zu pages of the colour "
 	       "(fewer than %zu: the aimed reclaim ran), no OOM kill", got3, max3);
