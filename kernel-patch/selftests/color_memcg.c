@@ -416,7 +416,7 @@ static void memory_low(int fd, const void *map, long long prot_bytes, size_t wan
 int main(void)
 {
 	long long total_kb, prot_bytes, fill, full;
-	unsigned long long rc0 = 0, rc1 = 0;
+	unsigned long long rc0 = 0, rc1 = 0, cap0 = 0, cap1 = 0;
 	int fd, st, trouble, kills0, kills1, idle, ok_setup;
 	long res0, res1, prot_pages, parked, bad = -1;
 	size_t per, want, free_c0;
@@ -482,12 +482,15 @@ int main(void)
 
 	kills0 = pc_dmesg_find("Out of memory: Killed process", NULL, 0);
 	pagecolor_read_counter("reclaimed", &rc0);
+	pagecolor_read_counter("captured", &cap0);
 	st = run_attacker(want, 0, NULL, &bad);
 	res1 = resident(map, prot_bytes);
 	kills1 = pc_dmesg_find("Out of memory: Killed process", NULL, 0);
 	pagecolor_read_counter("reclaimed", &rc1);
+	pagecolor_read_counter("captured", &cap1);
 	tap_diag("attacker status 0x%x; bystander's cache %ld -> %ld pages; "
-		 "reclaimed %llu -> %llu", st, res0, res1, rc0, rc1);
+		 "reclaimed %llu -> %llu (captured +%llu)", st, res0, res1, rc0, rc1,
+		 cap1 - cap0);
 
 	tap_ok(exited_ok(st) && bad == 0,
 	       "uid 65534 got all %zu pages, every one of the colour (exit %d, %ld "

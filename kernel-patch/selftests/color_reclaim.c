@@ -9,7 +9,9 @@
  * every page, each of colour 0, with no SIGBUS and no OOM kill: the
  * allocator reclaims the page cache where colour 0 is (the "reclaimed"
  * counter grows by at least 2/5 of what colour 0 lacked, which
- * colour-blind reclaim would not give) to make room.  Afterwards the page
+ * colour-blind reclaim would not give) to make room, and parks the frames
+ * of colour 0 it frees for the child at once (the "captured" counter
+ * grows by at least half as much as "reclaimed").  Afterwards the page
  * cache has shrunk by at least what colour 0 lacked, free memory comes
  * back once the cache is dropped, and dmesg has no BUG/WARNING/Oops.
  *
